@@ -1,0 +1,82 @@
+//! The crate's error type.
+
+use crate::format::{EncodeError, LoadError};
+use crate::id::IdError;
+use crate::runtime::StateError;
+use std::path::PathBuf;
+
+/// Anything that can go wrong in caf-core. Every variant names the file or id concerned.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A checkpoint document could not be loaded.
+    #[error("{origin}: {error}")]
+    Load {
+        /// The file path or checkpoint id.
+        origin: String,
+        /// Why.
+        #[source]
+        error: LoadError,
+    },
+    /// A checkpoint could not be encoded.
+    #[error("{id}: {error}")]
+    Encode {
+        /// The checkpoint id.
+        id: String,
+        /// Why.
+        #[source]
+        error: EncodeError,
+    },
+    /// An id is not acceptable.
+    #[error("{0}")]
+    Id(#[from] IdError),
+    /// No checkpoint (or execution) with this id.
+    #[error("{what} {id} not found")]
+    NotFound {
+        /// `checkpoint` or `execution`.
+        what: &'static str,
+        /// The id.
+        id: String,
+    },
+    /// A file-system operation failed.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The path.
+        path: PathBuf,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A path is not a regular file (a symlink, a directory, a device…), so caf will not read it.
+    #[error("{}: not a regular file ({kind}); caf only reads regular files", path.display())]
+    NotRegularFile {
+        /// The path.
+        path: PathBuf,
+        /// What it is.
+        kind: &'static str,
+    },
+    /// A state mutation referred to something that is not there.
+    #[error(transparent)]
+    State(#[from] StateError),
+}
+
+/// `Result` with [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    /// An I/O error on `path`.
+    pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        Self::Io {
+            path: path.into(),
+            source,
+        }
+    }
+
+    /// A checkpoint that was not found.
+    pub fn not_found(id: impl std::fmt::Display) -> Self {
+        Self::NotFound {
+            what: "checkpoint",
+            id: id.to_string(),
+        }
+    }
+}

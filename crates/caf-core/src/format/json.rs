@@ -1,0 +1,262 @@
+//! A strict JSON reader: like `serde_json::from_slice::<Value>`, but it refuses duplicate keys
+//! and nesting deeper than a limit, and reports where (a JSON Pointer) it stopped.
+
+use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
+use serde_json::{Map, Value};
+use std::cell::RefCell;
+use std::fmt;
+
+/// Why strict parsing failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StrictError {
+    /// Not JSON (or not UTF-8, or trailing data): serde_json's message and position.
+    Syntax {
+        /// serde_json's message, without the position.
+        message: String,
+        /// 1-based line.
+        line: usize,
+        /// 1-based column.
+        column: usize,
+        /// Where in the document the reader was.
+        pointer: String,
+    },
+    /// An object has the same key twice.
+    DuplicateKey {
+        /// The object holding the key.
+        pointer: String,
+        /// The repeated key.
+        key: String,
+    },
+    /// Nesting goes deeper than allowed.
+    TooDeep {
+        /// Where the limit was crossed.
+        pointer: String,
+        /// The limit.
+        max_depth: usize,
+    },
+}
+
+enum Stop {
+    Duplicate(String),
+    TooDeep,
+}
+
+struct State {
+    path: Vec<String>,
+    stop: Option<(Stop, String)>,
+    max_depth: usize,
+}
+
+impl State {
+    fn pointer(&self) -> String {
+        pointer_of(&self.path)
+    }
+}
+
+/// Formats path segments as a JSON Pointer (RFC 6901): `""` for the root.
+pub fn pointer_of<S: AsRef<str>>(path: &[S]) -> String {
+    let mut out = String::new();
+    for seg in path {
+        out.push('/');
+        out.push_str(&seg.as_ref().replace('~', "~0").replace('/', "~1"));
+    }
+    out
+}
+
+#[derive(Clone, Copy)]
+struct Seed<'a> {
+    state: &'a RefCell<State>,
+    depth: usize,
+}
+
+impl<'de> DeserializeSeed<'de> for Seed<'_> {
+    type Value = Value;
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl Seed<'_> {
+    fn enter<E: de::Error>(self) -> Result<Self, E> {
+        let depth = self.depth + 1;
+        let mut st = self.state.borrow_mut();
+        if depth > st.max_depth {
+            let p = st.pointer();
+            st.stop = Some((Stop::TooDeep, p));
+            return Err(E::custom("nesting too deep"));
+        }
+        Ok(Seed {
+            state: self.state,
+            depth,
+        })
+    }
+}
+
+impl<'de> Visitor<'de> for Seed<'_> {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
+        Ok(serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number))
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+        Ok(Value::String(v.to_owned()))
+    }
+    fn visit_string<E>(self, v: String) -> Result<Value, E> {
+        Ok(Value::String(v))
+    }
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_none<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let inner = self.enter()?;
+        let mut out = Vec::new();
+        loop {
+            self.state.borrow_mut().path.push(out.len().to_string());
+            let next = seq.next_element_seed(inner)?;
+            self.state.borrow_mut().path.pop();
+            match next {
+                Some(v) => out.push(v),
+                None => return Ok(Value::Array(out)),
+            }
+        }
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let inner = self.enter()?;
+        let mut out = Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if out.contains_key(&key) {
+                let mut st = self.state.borrow_mut();
+                let p = st.pointer();
+                st.stop = Some((Stop::Duplicate(key), p));
+                return Err(de::Error::custom("duplicate key"));
+            }
+            self.state.borrow_mut().path.push(key.clone());
+            let v = map.next_value_seed(inner)?;
+            self.state.borrow_mut().path.pop();
+            out.insert(key, v);
+        }
+        Ok(Value::Object(out))
+    }
+}
+
+/// Parses `bytes` as one JSON document, refusing duplicate keys and nesting deeper than
+/// `max_depth` (arrays and objects count one level each).
+pub fn parse_strict(bytes: &[u8], max_depth: usize) -> Result<Value, StrictError> {
+    let state = RefCell::new(State {
+        path: Vec::new(),
+        stop: None,
+        max_depth,
+    });
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    let seed = Seed {
+        state: &state,
+        depth: 0,
+    };
+    let result = seed.deserialize(&mut de).and_then(|v| de.end().map(|()| v));
+    match result {
+        Ok(v) => Ok(v),
+        Err(e) => {
+            let st = state.into_inner();
+            Err(match st.stop {
+                Some((Stop::Duplicate(key), pointer)) => StrictError::DuplicateKey { pointer, key },
+                Some((Stop::TooDeep, pointer)) => StrictError::TooDeep { pointer, max_depth },
+                None => {
+                    let full = e.to_string();
+                    let message = full
+                        .rsplit_once(" at line ")
+                        .map_or(full.as_str(), |(m, _)| m)
+                        .to_string();
+                    StrictError::Syntax {
+                        message,
+                        line: e.line(),
+                        column: e.column(),
+                        pointer: pointer_of(&st.path),
+                    }
+                }
+            })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_like_serde_json() {
+        let src = br#"{"a": [1, -2, 3.5, "x", null, true], "b": {"c": {}}}"#;
+        let strict = parse_strict(src, 64).unwrap();
+        let plain: Value = serde_json::from_slice(src).unwrap();
+        assert_eq!(strict, plain);
+    }
+
+    #[test]
+    fn refuses_duplicate_keys_with_pointer() {
+        let err = parse_strict(br#"{"a": {"b": 1, "b": 2}}"#, 64).unwrap_err();
+        assert_eq!(
+            err,
+            StrictError::DuplicateKey {
+                pointer: "/a".into(),
+                key: "b".into()
+            }
+        );
+    }
+
+    #[test]
+    fn refuses_deep_nesting() {
+        let deep = format!("{}{}", "[".repeat(20_000), "]".repeat(20_000));
+        match parse_strict(deep.as_bytes(), 64) {
+            Err(StrictError::TooDeep {
+                max_depth: 64,
+                pointer,
+            }) => {
+                assert!(pointer.starts_with("/0/0/0"));
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+        assert!(parse_strict(b"[[[]]]", 3).is_ok());
+        assert!(parse_strict(b"[[[[]]]]", 3).is_err());
+    }
+
+    #[test]
+    fn reports_syntax_errors_with_position() {
+        match parse_strict(b"{\"a\": [1, 2,\n  }", 64) {
+            Err(StrictError::Syntax { line, pointer, .. }) => {
+                assert_eq!(line, 2);
+                assert_eq!(pointer, "/a/2");
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+        assert!(matches!(
+            parse_strict(b"{} trailing", 64),
+            Err(StrictError::Syntax { .. })
+        ));
+        assert!(matches!(
+            parse_strict(b"\"\xff\"", 64),
+            Err(StrictError::Syntax { .. })
+        ));
+    }
+
+    #[test]
+    fn escapes_pointer_segments() {
+        assert_eq!(pointer_of(&["a/b", "c~d"]), "/a~1b/c~0d");
+        assert_eq!(pointer_of::<&str>(&[]), "");
+    }
+}

@@ -1,0 +1,423 @@
+//! The typed checkpoint, format 1.0.0.
+//!
+//! These are plain data types: what one checkpoint file holds. Every field is documented in
+//! `docs/format.md`; the JSON Schema is `schemas/checkpoint-1.0.0.schema.json`. Values that are the
+//! agent's own data (variables, tool arguments and results, messages) are free-form JSON; the rest
+//! is closed. Objects that the old format could extend carry an `extensions` object so that
+//! nothing unknown is lost in a migration.
+
+use crate::clock::Timestamp;
+use crate::id::{CheckpointId, ExecutionId};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use std::fmt;
+
+/// A free-form JSON object (keys are kept sorted, so output is deterministic).
+pub type JsonObject = Map<String, Value>;
+
+fn is_empty_object(m: &JsonObject) -> bool {
+    m.is_empty()
+}
+
+/// One self-contained checkpoint: who, when, why, and the whole runtime state.
+///
+/// The integrity checksum is not a field: [`crate::format::encode`] computes it when the
+/// checkpoint is written and [`crate::format::decode`] verifies it when it is read.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Checkpoint {
+    /// The URL of the JSON Schema the document conforms to.
+    #[serde(rename = "$schema")]
+    pub schema: String,
+    /// The format version (semver), `1.0.0` for this type.
+    pub version: String,
+    /// This checkpoint's id.
+    pub id: CheckpointId,
+    /// The previous checkpoint of the same execution (or the checkpoint this one was forked
+    /// from), `null` for the first one.
+    pub parent_id: Option<CheckpointId>,
+    /// The execution (one run of an agent on a task) this checkpoint belongs to.
+    pub execution_id: ExecutionId,
+    /// The agent that ran the execution.
+    pub agent_id: String,
+    /// When the checkpoint was taken.
+    pub timestamp: Timestamp,
+    /// Why, how far, and at what cost.
+    pub metadata: Metadata,
+    /// The four parts of the runtime state.
+    pub snapshot: Snapshot,
+    /// Fields of an older format that have no place in this one, kept verbatim.
+    #[serde(default, skip_serializing_if = "is_empty_object")]
+    pub extensions: JsonObject,
+}
+
+/// Checkpoint metadata: progress counters, cost, the reason and human labels.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Metadata {
+    /// The step the agent had reached (a copy of `snapshot.progress.step_number`).
+    pub step_number: u64,
+    /// Tokens used by the execution so far (cumulative).
+    pub tokens_used: u64,
+    /// Milliseconds since the execution started.
+    pub duration_ms: u64,
+    /// Why the checkpoint was taken.
+    pub checkpoint_reason: CheckpointReason,
+    /// A human name, e.g. `before-refactor`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// A longer human description.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Free labels for filtering (`caf list --label`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub labels: Vec<String>,
+    /// The agent's display name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_name: Option<String>,
+    /// Set when this checkpoint starts a branch (a fork of its parent's execution).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub branch: Option<Branch>,
+    /// Unknown metadata of an older format, kept verbatim.
+    #[serde(default, skip_serializing_if = "is_empty_object")]
+    pub extensions: JsonObject,
+}
+
+/// Branch information for a checkpoint that starts a fork.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Branch {
+    /// Why the branch was taken.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// Why a checkpoint was taken. The list is open: any snake_case word is accepted and kept.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub enum CheckpointReason {
+    /// A thought was completed.
+    ThoughtCompleted,
+    /// A tool call finished.
+    ToolExecuted,
+    /// A plan step was completed.
+    StepCompleted,
+    /// The execution was paused (human in the loop).
+    Paused,
+    /// Someone asked for it.
+    Manual,
+    /// Something failed; the checkpoint allows a retry.
+    Error,
+    /// The execution finished.
+    Completed,
+    /// A timer fired.
+    Periodic,
+    /// The agent's confidence dropped below its threshold.
+    LowConfidence,
+    /// The agent made a decision worth marking.
+    Decision,
+    /// The execution branched.
+    Branch,
+    /// Another reason (snake_case).
+    Other(String),
+}
+
+impl CheckpointReason {
+    /// The reasons caf knows by name, in the order they are documented.
+    pub const KNOWN: [&'static str; 11] = [
+        "thought_completed",
+        "tool_executed",
+        "step_completed",
+        "paused",
+        "manual",
+        "error",
+        "completed",
+        "periodic",
+        "low_confidence",
+        "decision",
+        "branch",
+    ];
+
+    /// The reason as written in files.
+    pub fn as_str(&self) -> &str {
+        match self {
+            Self::ThoughtCompleted => "thought_completed",
+            Self::ToolExecuted => "tool_executed",
+            Self::StepCompleted => "step_completed",
+            Self::Paused => "paused",
+            Self::Manual => "manual",
+            Self::Error => "error",
+            Self::Completed => "completed",
+            Self::Periodic => "periodic",
+            Self::LowConfidence => "low_confidence",
+            Self::Decision => "decision",
+            Self::Branch => "branch",
+            Self::Other(s) => s,
+        }
+    }
+}
+
+/// A reason that is not a snake_case word of at most 64 characters.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("checkpoint reason {0:?} is not a snake_case word (a-z, 0-9, _; at most 64 characters)")]
+pub struct BadReason(pub String);
+
+/// Whether `s` is a lower-case snake_case word of 1 to 64 characters starting with a letter.
+pub fn is_snake_word(s: &str) -> bool {
+    let mut chars = s.chars();
+    matches!(chars.next(), Some('a'..='z'))
+        && s.len() <= 64
+        && chars.all(|c| matches!(c, 'a'..='z' | '0'..='9' | '_'))
+}
+
+impl TryFrom<String> for CheckpointReason {
+    type Error = BadReason;
+    fn try_from(s: String) -> Result<Self, BadReason> {
+        Ok(match s.as_str() {
+            "thought_completed" => Self::ThoughtCompleted,
+            "tool_executed" => Self::ToolExecuted,
+            "step_completed" => Self::StepCompleted,
+            "paused" => Self::Paused,
+            "manual" => Self::Manual,
+            "error" => Self::Error,
+            "completed" => Self::Completed,
+            "periodic" => Self::Periodic,
+            "low_confidence" => Self::LowConfidence,
+            "decision" => Self::Decision,
+            "branch" => Self::Branch,
+            _ if is_snake_word(&s) => Self::Other(s),
+            _ => return Err(BadReason(s)),
+        })
+    }
+}
+
+impl std::str::FromStr for CheckpointReason {
+    type Err = BadReason;
+    fn from_str(s: &str) -> Result<Self, BadReason> {
+        Self::try_from(s.to_string())
+    }
+}
+
+impl From<CheckpointReason> for String {
+    fn from(r: CheckpointReason) -> String {
+        r.as_str().to_string()
+    }
+}
+
+impl fmt::Display for CheckpointReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The four parts of the runtime state, as stored.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Snapshot {
+    /// What the agent thought.
+    pub thought_chain: ThoughtChain,
+    /// What the agent knows.
+    pub context: Context,
+    /// What the agent did with tools.
+    pub tool_state: ToolState,
+    /// How far the agent is, and what remains.
+    pub progress: Progress,
+}
+
+/// The ordered chain of thoughts.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ThoughtChain {
+    /// The thought the agent is on, if it tracks one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub current_thought_id: Option<String>,
+    /// The thoughts, oldest first.
+    pub thoughts: Vec<Thought>,
+}
+
+/// One thought.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Thought {
+    /// Unique within the execution.
+    pub id: String,
+    /// `reasoning`, `observation`, `action`, `planning`, `reflection`, `decision`, … (snake_case).
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// The text of the thought.
+    pub content: String,
+    /// How sure the agent was, 0 to 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confidence: Option<f64>,
+    /// The thought this one follows from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_id: Option<String>,
+    /// When the thought was created.
+    pub created_at: Timestamp,
+    /// Why the agent thought it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning: Option<String>,
+    /// Options the agent considered and rejected (free-form objects).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub alternatives: Vec<Value>,
+    /// Ids of the thoughts that follow from this one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub children: Vec<String>,
+    /// Free-form data about the thought (model, token counts, …).
+    #[serde(default, skip_serializing_if = "is_empty_object")]
+    pub metadata: JsonObject,
+    /// Unknown fields of an older format, kept verbatim.
+    #[serde(default, skip_serializing_if = "is_empty_object")]
+    pub extensions: JsonObject,
+}
+
+/// The agent's working context.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Context {
+    /// Named variables.
+    pub variables: JsonObject,
+    /// Free-form structured state.
+    pub state: JsonObject,
+    /// An append-only history of events or notes.
+    pub history: Vec<Value>,
+    /// The conversation (`{role, content, …}` objects).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub messages: Vec<Value>,
+    /// Long-lived memory entries (`{key, value, importance, …}` objects).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub memory: Vec<Value>,
+}
+
+/// Tool calls and their results.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolState {
+    /// Every call, in the order it was made.
+    pub calls: Vec<ToolCall>,
+    /// The latest successful result of each tool, keyed by tool id.
+    pub results: JsonObject,
+    /// The id of the last call made.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_call_id: Option<String>,
+}
+
+/// Where a tool call is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolStatus {
+    /// Requested, not started.
+    Pending,
+    /// Started, no result yet.
+    Running,
+    /// Finished with a result.
+    Completed,
+    /// Finished with an error.
+    Failed,
+    /// Abandoned before it finished.
+    Cancelled,
+}
+
+impl ToolStatus {
+    /// The status as written in files.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Pending => "pending",
+            Self::Running => "running",
+            Self::Completed => "completed",
+            Self::Failed => "failed",
+            Self::Cancelled => "cancelled",
+        }
+    }
+
+    /// Whether the call has finished (completed, failed or cancelled).
+    pub fn is_finished(self) -> bool {
+        matches!(self, Self::Completed | Self::Failed | Self::Cancelled)
+    }
+}
+
+/// One tool call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolCall {
+    /// Unique within the execution.
+    pub id: String,
+    /// Which tool was called.
+    pub tool_id: String,
+    /// The arguments (free-form).
+    pub args: Value,
+    /// Where the call is in its life.
+    pub status: ToolStatus,
+    /// The result, once completed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<Value>,
+    /// Whether the call succeeded, once finished.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub success: Option<bool>,
+    /// The error message of a failed call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// When the call started (absent while pending).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<Timestamp>,
+    /// When the call finished.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub completed_at: Option<Timestamp>,
+    /// How long the call took.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration_ms: Option<u64>,
+    /// Unknown fields of an older format, kept verbatim.
+    #[serde(default, skip_serializing_if = "is_empty_object")]
+    pub extensions: JsonObject,
+}
+
+/// Progress through the plan.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Progress {
+    /// The number of steps done (the next step to run has this index).
+    pub step_number: u64,
+    /// How many steps the whole task has, or is estimated to have.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total_steps: Option<u64>,
+    /// Loop iterations completed (agents that loop rather than follow a plan).
+    #[serde(default)]
+    pub iterations_completed: u64,
+    /// The plan steps already done, in order.
+    pub completed_steps: Vec<CompletedStep>,
+    /// The plan steps still to do, in order: the remaining steps on resume.
+    pub pending_steps: Vec<String>,
+}
+
+/// A plan step that is done.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CompletedStep {
+    /// The step's name (as it stood in `pending_steps`).
+    pub name: String,
+    /// What the step produced.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<Value>,
+    /// How long it took.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration_ms: Option<u64>,
+    /// When it finished.
+    pub completed_at: Timestamp,
+}
+
+impl Checkpoint {
+    /// The number of thoughts in the snapshot.
+    pub fn thought_count(&self) -> usize {
+        self.snapshot.thought_chain.thoughts.len()
+    }
+
+    /// The number of tool calls in the snapshot.
+    pub fn tool_call_count(&self) -> usize {
+        self.snapshot.tool_state.calls.len()
+    }
+
+    /// The plan steps that remain (a copy of `pending_steps`).
+    pub fn remaining_steps(&self) -> Vec<String> {
+        self.snapshot.progress.pending_steps.clone()
+    }
+}

@@ -1,0 +1,49 @@
+//! # caf-core — checkpoints for AI agents
+//!
+//! caf captures an agent's runtime state (thought chain, context, tool calls, progress) as
+//! versioned, schema-validated JSON checkpoint files, and restores it.
+//!
+//! The crate has three layers, each a module:
+//!
+//! - [`runtime`]: [`RuntimeState`], the mutable in-memory state of a running agent, with a small
+//!   typed API, granular [`Event`]s and dirty tracking.
+//! - [`format`]: the export layer. [`Checkpoint`] is one self-contained document; it is encoded
+//!   deterministically with an integrity checksum ([`format::encode`]) and decoded through
+//!   parse → detect version → validate → typed value ([`format::decode`]).
+//! - [`store`]: the [`CheckpointStore`] trait and its [`MemoryStore`] and [`FileStore`]
+//!   implementations; the [`CheckpointManager`] ties state and store together.
+//!
+//! ```
+//! use caf_core::{CheckpointManager, CheckpointOptions, CheckpointReason, MemoryStore, RuntimeState};
+//!
+//! let manager = CheckpointManager::new(MemoryStore::new());
+//! let mut state = RuntimeState::new("research-agent");
+//! state.set_plan(["search", "summarise"]);
+//! state.add_thought("reasoning", "Start with a search", Some(0.9));
+//! let call = state.start_tool_call("search", serde_json::json!({"q": "caf"}));
+//! state.complete_tool_call(&call, serde_json::json!(["result"])).unwrap();
+//! state.complete_step(None);
+//! let saved = manager.checkpoint(&mut state, CheckpointOptions::new(CheckpointReason::StepCompleted)).unwrap();
+//!
+//! let restored = manager.restore_latest(state.execution_id()).unwrap();
+//! assert_eq!(restored.checkpoint.id, saved.id);
+//! assert_eq!(restored.remaining_steps, vec!["summarise".to_string()]);
+//! ```
+
+pub mod clock;
+pub mod error;
+pub mod format;
+pub mod id;
+pub mod manager;
+pub mod runtime;
+pub mod store;
+
+pub use clock::{Clock, SystemClock, Timestamp};
+pub use error::{Error, Result};
+pub use format::{
+    Checkpoint, CheckpointReason, Limits, LoadError, Metadata, Snapshot, CURRENT_VERSION,
+};
+pub use id::{CheckpointId, ExecutionId, IdError};
+pub use manager::{CheckpointManager, CheckpointOptions, Restored};
+pub use runtime::{Event, RuntimeState};
+pub use store::{CheckpointStore, CheckpointSummary, FileStore, ListFilter, MemoryStore};

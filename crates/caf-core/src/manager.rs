@@ -1,0 +1,211 @@
+//! [`CheckpointManager`]: takes checkpoints of a [`RuntimeState`], restores them, and moves them
+//! in and out of a store.
+
+use crate::clock::{Clock, SystemClock};
+use crate::error::{Error, Result};
+use crate::format::{
+    encode, schema::SCHEMA_URL_1_0_0, Checkpoint, CheckpointReason, Limits, Metadata,
+    CURRENT_VERSION,
+};
+use crate::id::{CheckpointId, ExecutionId};
+use crate::runtime::RuntimeState;
+use crate::store::file::read_checkpoint_file;
+use crate::store::{
+    write_atomic, AtomicWriteOptions, CheckpointStore, CheckpointSummary, ListFilter,
+};
+use std::path::Path;
+use std::sync::Arc;
+
+/// Why and how to take a checkpoint.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CheckpointOptions {
+    /// Why.
+    pub reason: CheckpointReason,
+    /// A human name.
+    pub name: Option<String>,
+    /// A longer description.
+    pub description: Option<String>,
+    /// Labels.
+    pub labels: Vec<String>,
+}
+
+impl CheckpointOptions {
+    /// Options with just a reason.
+    pub fn new(reason: CheckpointReason) -> Self {
+        Self {
+            reason,
+            name: None,
+            description: None,
+            labels: Vec::new(),
+        }
+    }
+
+    /// Sets the name.
+    pub fn named(mut self, name: impl Into<String>) -> Self {
+        self.name = Some(name.into());
+        self
+    }
+
+    /// Adds a label.
+    pub fn label(mut self, label: impl Into<String>) -> Self {
+        self.labels.push(label.into());
+        self
+    }
+}
+
+/// A restored execution.
+#[derive(Debug)]
+pub struct Restored {
+    /// The state, ready to continue.
+    pub state: RuntimeState,
+    /// The checkpoint it came from.
+    pub checkpoint: Checkpoint,
+    /// The plan steps still to do.
+    pub remaining_steps: Vec<String>,
+    /// Newer checkpoints of the execution that could not be loaded (corrupted or unreadable),
+    /// newest first, with the reason; restore fell back past them.
+    pub skipped: Vec<(CheckpointId, String)>,
+}
+
+type IdSource = Arc<dyn Fn() -> CheckpointId + Send + Sync>;
+
+/// Ties runtime state to a store.
+pub struct CheckpointManager<S> {
+    store: S,
+    clock: Arc<dyn Clock>,
+    ids: IdSource,
+    limits: Limits,
+}
+
+impl<S: CheckpointStore> CheckpointManager<S> {
+    /// A manager over `store`, on the system clock, with UUIDv7 checkpoint ids.
+    pub fn new(store: S) -> Self {
+        Self {
+            store,
+            clock: Arc::new(SystemClock),
+            ids: Arc::new(CheckpointId::generate),
+            limits: Limits::default(),
+        }
+    }
+
+    /// Uses `clock` for restored states.
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// Uses `ids` to name new checkpoints (for reproducible runs).
+    pub fn with_id_source(
+        mut self,
+        ids: impl Fn() -> CheckpointId + Send + Sync + 'static,
+    ) -> Self {
+        self.ids = Arc::new(ids);
+        self
+    }
+
+    /// Uses `limits` when importing files.
+    pub fn with_limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// The store.
+    pub fn store(&self) -> &S {
+        &self.store
+    }
+
+    /// Takes a checkpoint of `state` and saves it. Its parent is the state's previous checkpoint
+    /// (or the one it was restored from). Emits `CheckpointSaved` and clears the dirty set.
+    pub fn checkpoint(
+        &self,
+        state: &mut RuntimeState,
+        options: CheckpointOptions,
+    ) -> Result<Checkpoint> {
+        let snapshot = state.snapshot().clone();
+        let checkpoint = Checkpoint {
+            schema: SCHEMA_URL_1_0_0.to_string(),
+            version: CURRENT_VERSION.to_string(),
+            id: (self.ids)(),
+            parent_id: state.last_checkpoint().cloned(),
+            execution_id: state.execution_id().clone(),
+            agent_id: state.agent_id().to_string(),
+            timestamp: state.clock().now(),
+            metadata: Metadata {
+                step_number: snapshot.progress.step_number,
+                tokens_used: state.tokens_used(),
+                duration_ms: state.duration_ms(),
+                checkpoint_reason: options.reason,
+                name: options.name,
+                description: options.description,
+                labels: options.labels,
+                agent_name: None,
+                branch: None,
+                extensions: Default::default(),
+            },
+            snapshot,
+            extensions: Default::default(),
+        };
+        self.store.save(&checkpoint)?;
+        state.mark_checkpointed(&checkpoint);
+        Ok(checkpoint)
+    }
+
+    fn restored(&self, checkpoint: Checkpoint, skipped: Vec<(CheckpointId, String)>) -> Restored {
+        let state = RuntimeState::from_checkpoint(&checkpoint, self.clock.clone());
+        Restored {
+            remaining_steps: checkpoint.remaining_steps(),
+            state,
+            checkpoint,
+            skipped,
+        }
+    }
+
+    /// Restores a checkpoint by id.
+    pub fn restore(&self, id: &CheckpointId) -> Result<Restored> {
+        let checkpoint = self.store.load(id)?;
+        Ok(self.restored(checkpoint, Vec::new()))
+    }
+
+    /// Restores the newest checkpoint of an execution that loads; a newer one that is corrupted
+    /// is skipped (and reported in [`Restored::skipped`]) rather than failing the resume.
+    pub fn restore_latest(&self, execution_id: &ExecutionId) -> Result<Restored> {
+        let summaries = self.store.list(&ListFilter::execution(execution_id))?;
+        let mut skipped = Vec::new();
+        let mut last_error = None;
+        for s in summaries {
+            match self.store.load(&s.id) {
+                Ok(c) => return Ok(self.restored(c, skipped)),
+                Err(
+                    e
+                    @ (Error::Load { .. } | Error::NotRegularFile { .. } | Error::NotFound { .. }),
+                ) => {
+                    skipped.push((s.id.clone(), e.to_string()));
+                    last_error = Some(e);
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Err(last_error.unwrap_or(Error::NotFound {
+            what: "execution",
+            id: execution_id.to_string(),
+        }))
+    }
+
+    /// Writes a checkpoint of the store to `path` (atomically, durably).
+    pub fn export(&self, id: &CheckpointId, path: &Path) -> Result<u64> {
+        let checkpoint = self.store.load(id)?;
+        let bytes = encode(&checkpoint).map_err(|error| Error::Encode {
+            id: id.to_string(),
+            error,
+        })?;
+        write_atomic(path, None, &bytes, AtomicWriteOptions::default())?;
+        Ok(bytes.len() as u64)
+    }
+
+    /// Reads, validates (migrating an older format in memory) and saves the checkpoint file at
+    /// `path` into the store.
+    pub fn import(&self, path: &Path) -> Result<CheckpointSummary> {
+        let decoded = read_checkpoint_file(path, &self.limits)?;
+        self.store.save(&decoded.checkpoint)
+    }
+}

@@ -1,0 +1,103 @@
+//! Atomic, durable file writes.
+//!
+//! The bytes go to a temporary file in a directory on the same file system, which is flushed to
+//! disk (`fsync`), renamed over the target (atomic on POSIX), and then the target's directory is
+//! flushed so that the rename itself survives a crash. A reader sees the old file or the new one,
+//! never a mix; after a crash at any instant the target is whole. On error the temporary file is
+//! removed.
+
+use crate::error::{Error, Result};
+use std::fs::{File, Metadata};
+use std::io::Write;
+use std::path::Path;
+
+/// How [`write_atomic`] writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AtomicWriteOptions {
+    /// Flush the file and its directory to disk (default `true`). Without it the write is still
+    /// atomic for readers, but a power loss may lose it.
+    pub durable: bool,
+}
+
+impl Default for AtomicWriteOptions {
+    fn default() -> Self {
+        Self { durable: true }
+    }
+}
+
+/// Writes `bytes` to `target` atomically (see the module docs), staging the temporary file in
+/// `temp_dir` (which must be on the same file system; `None` means the target's directory).
+/// Returns the metadata of the written file.
+pub fn write_atomic(
+    target: &Path,
+    temp_dir: Option<&Path>,
+    bytes: &[u8],
+    options: AtomicWriteOptions,
+) -> Result<Metadata> {
+    let dir = target
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let staging = temp_dir.unwrap_or(dir);
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".caf-tmp-")
+        .suffix(".json")
+        .tempfile_in(staging)
+        .map_err(|e| Error::io(staging, e))?;
+    tmp.write_all(bytes).map_err(|e| Error::io(tmp.path(), e))?;
+    if options.durable {
+        tmp.as_file()
+            .sync_data()
+            .map_err(|e| Error::io(tmp.path(), e))?;
+    }
+    let meta = tmp
+        .as_file()
+        .metadata()
+        .map_err(|e| Error::io(tmp.path(), e))?;
+    tmp.persist(target)
+        .map_err(|e| Error::io(target, e.error))?;
+    if options.durable {
+        sync_dir(dir)?;
+    }
+    Ok(meta)
+}
+
+/// Flushes a directory's entries to disk.
+pub fn sync_dir(dir: &Path) -> Result<()> {
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(|e| Error::io(dir, e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn writes_and_replaces_without_leaving_temp_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("a.json");
+        write_atomic(&target, None, b"one", AtomicWriteOptions::default()).unwrap();
+        write_atomic(&target, None, b"two", AtomicWriteOptions { durable: false }).unwrap();
+        assert_eq!(std::fs::read(&target).unwrap(), b"two");
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, vec![std::ffi::OsString::from("a.json")]);
+    }
+
+    #[test]
+    fn failure_leaves_target_and_directory_unchanged() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("sub").join("a.json"); // the directory does not exist
+        assert!(write_atomic(
+            &target,
+            Some(dir.path()),
+            b"x",
+            AtomicWriteOptions::default()
+        )
+        .is_err());
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+}

@@ -1,0 +1,345 @@
+//! [`FileStore`]: one JSON file per checkpoint, `DIR/{id}.json`.
+
+use super::atomic::{sync_dir, write_atomic, AtomicWriteOptions};
+use super::index::{mtime_ns, Entry, Index};
+use super::{CheckpointStore, CheckpointSummary, ListFilter};
+use crate::error::{Error, Result};
+use crate::format::{decode, encode, Checkpoint, Decoded, Limits, LoadError};
+use crate::id::{check_id, CheckpointId, ExecutionId};
+use std::fs::File;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, SystemTime};
+
+/// How a [`FileStore`] reads and writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct FileStoreOptions {
+    /// Durability of writes (default: durable).
+    pub write: AtomicWriteOptions,
+    /// Guard rails for reading files.
+    pub limits: Limits,
+}
+
+/// A file in the store that could not be indexed, and why.
+#[derive(Debug)]
+pub struct Problem {
+    /// The file.
+    pub path: PathBuf,
+    /// What is wrong with it.
+    pub error: Error,
+}
+
+/// Checkpoints as files in a directory: `DIR/{id}.json`, written atomically and durably, plus a
+/// small index under `DIR/.caf/` (a cache, safe to delete) so that listing never opens a
+/// checkpoint.
+///
+/// The store never writes outside its directory: ids are checked, files are replaced by rename
+/// (which replaces a symlink rather than following it), and a symlink or other non-regular file
+/// in the directory is never read.
+pub struct FileStore {
+    root: PathBuf,
+    options: FileStoreOptions,
+    index: Mutex<Index>,
+    problems: Vec<Problem>,
+}
+
+impl std::fmt::Debug for FileStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FileStore")
+            .field("root", &self.root)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Reads a checkpoint file: only a regular file (never a symlink), at most `limits.max_bytes`.
+pub fn read_checkpoint_file(path: &Path, limits: &Limits) -> Result<Decoded> {
+    let bytes = read_regular_file(path, limits.max_bytes)?;
+    decode(&bytes, limits).map_err(|error| Error::Load {
+        origin: path.display().to_string(),
+        error,
+    })
+}
+
+/// Reads a whole regular file of at most `max_bytes`, refusing symlinks and special files.
+pub fn read_regular_file(path: &Path, max_bytes: u64) -> Result<Vec<u8>> {
+    let meta = std::fs::symlink_metadata(path).map_err(|e| Error::io(path, e))?;
+    let ft = meta.file_type();
+    if !ft.is_file() {
+        let kind = if ft.is_symlink() {
+            "a symlink"
+        } else if ft.is_dir() {
+            "a directory"
+        } else {
+            "a special file"
+        };
+        return Err(Error::NotRegularFile {
+            path: path.to_path_buf(),
+            kind,
+        });
+    }
+    let too_large = |size: u64| Error::Load {
+        origin: path.display().to_string(),
+        error: LoadError::TooLarge {
+            size,
+            max: max_bytes,
+        },
+    };
+    if meta.len() > max_bytes {
+        return Err(too_large(meta.len()));
+    }
+    let file = File::open(path).map_err(|e| Error::io(path, e))?;
+    let opened = file.metadata().map_err(|e| Error::io(path, e))?;
+    if !same_file(&meta, &opened) {
+        // Swapped between the check and the open.
+        return Err(Error::NotRegularFile {
+            path: path.to_path_buf(),
+            kind: "replaced while being opened",
+        });
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(opened.len()).unwrap_or(0));
+    file.take(max_bytes + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| Error::io(path, e))?;
+    if bytes.len() as u64 > max_bytes {
+        return Err(too_large(bytes.len() as u64));
+    }
+    Ok(bytes)
+}
+
+#[cfg(unix)]
+fn same_file(a: &std::fs::Metadata, b: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    a.dev() == b.dev() && a.ino() == b.ino() && b.is_file()
+}
+
+#[cfg(not(unix))]
+fn same_file(_a: &std::fs::Metadata, b: &std::fs::Metadata) -> bool {
+    b.is_file()
+}
+
+impl FileStore {
+    /// Opens (creating if needed) the store in `root` with default options.
+    pub fn open(root: impl Into<PathBuf>) -> Result<Self> {
+        Self::open_with(root, FileStoreOptions::default())
+    }
+
+    /// Opens (creating if needed) the store in `root`.
+    pub fn open_with(root: impl Into<PathBuf>, options: FileStoreOptions) -> Result<Self> {
+        let root = root.into();
+        std::fs::create_dir_all(&root).map_err(|e| Error::io(&root, e))?;
+        let meta_dir = root.join(".caf");
+        let mut index = Index::open(&meta_dir);
+        let problems = reconcile(&root, &mut index, &options.limits)?;
+        clean_stale_temp_files(&meta_dir.join("tmp"));
+        Ok(Self {
+            root,
+            options,
+            index: Mutex::new(index),
+            problems,
+        })
+    }
+
+    /// The store's directory.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Files found on open that are not valid checkpoints (they are not listed).
+    pub fn problems(&self) -> &[Problem] {
+        &self.problems
+    }
+
+    /// The path of a checkpoint's file.
+    pub fn path_of(&self, id: &CheckpointId) -> PathBuf {
+        self.root.join(format!("{id}.json"))
+    }
+
+    fn index(&self) -> MutexGuard<'_, Index> {
+        self.index.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Saves already encoded bytes of `checkpoint` (used by import, which has them).
+    fn save_encoded(&self, checkpoint: &Checkpoint, bytes: &[u8]) -> Result<CheckpointSummary> {
+        let path = self.path_of(&checkpoint.id);
+        let temp_dir = self.index().temp_dir();
+        let meta = write_atomic(&path, temp_dir.as_deref(), bytes, self.options.write)?;
+        let summary = CheckpointSummary::of(checkpoint, bytes.len() as u64);
+        self.index().put(Entry {
+            summary: summary.clone(),
+            mtime_ns: mtime_ns(&meta),
+        })?;
+        Ok(summary)
+    }
+}
+
+/// Brings the index in line with the directory; returns the files that could not be indexed.
+fn reconcile(root: &Path, index: &mut Index, limits: &Limits) -> Result<Vec<Problem>> {
+    let mut problems = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    let mut changed = false;
+    let dir = std::fs::read_dir(root).map_err(|e| Error::io(root, e))?;
+    for entry in dir {
+        let entry = entry.map_err(|e| Error::io(root, e))?;
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        let Some(stem) = name.strip_suffix(".json") else {
+            continue;
+        };
+        if name.starts_with('.') || check_id(stem).is_err() {
+            continue;
+        }
+        let path = entry.path();
+        let Ok(id) = CheckpointId::new(stem) else {
+            continue;
+        };
+        let meta = match std::fs::symlink_metadata(&path) {
+            Ok(m) => m,
+            Err(_) => continue, // vanished meanwhile
+        };
+        let fresh = index
+            .entries
+            .get(&id)
+            .is_some_and(|e| e.summary.bytes == meta.len() && e.mtime_ns == mtime_ns(&meta));
+        if fresh && meta.file_type().is_file() {
+            seen.insert(id);
+            continue;
+        }
+        changed = true;
+        index.entries.remove(&id);
+        match read_checkpoint_file(&path, limits).and_then(|d| check_name(&path, &id, d)) {
+            Ok(c) => {
+                let summary = CheckpointSummary::of(&c, meta.len());
+                index.entries.insert(
+                    id.clone(),
+                    Entry {
+                        summary,
+                        mtime_ns: mtime_ns(&meta),
+                    },
+                );
+                seen.insert(id);
+            }
+            Err(error) => problems.push(Problem { path, error }),
+        }
+    }
+    let before = index.entries.len();
+    index.entries.retain(|id, _| seen.contains(id));
+    changed |= index.entries.len() != before;
+    if changed || index.wants_compaction() {
+        // Best effort: a read-only directory still gets a correct in-memory index.
+        let _ = index.compact();
+    }
+    Ok(problems)
+}
+
+/// Checks that the file `DIR/{id}.json` holds the checkpoint `id`.
+fn check_name(path: &Path, id: &CheckpointId, d: Decoded) -> Result<Checkpoint> {
+    if &d.checkpoint.id != id {
+        return Err(Error::Load {
+            origin: path.display().to_string(),
+            error: LoadError::Invalid {
+                pointer: "/id".into(),
+                message: format!(
+                    "the file is named {id}.json but holds checkpoint {}",
+                    d.checkpoint.id
+                ),
+            },
+        });
+    }
+    Ok(d.checkpoint)
+}
+
+/// Removes temporary files left by writers that were killed (older than a minute).
+fn clean_stale_temp_files(tmp: &Path) {
+    let Ok(dir) = std::fs::read_dir(tmp) else {
+        return;
+    };
+    let cutoff = SystemTime::now() - Duration::from_secs(60);
+    for entry in dir.flatten() {
+        let old = entry
+            .metadata()
+            .and_then(|m| m.modified())
+            .is_ok_and(|t| t < cutoff);
+        if old {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
+}
+
+impl CheckpointStore for FileStore {
+    fn save(&self, checkpoint: &Checkpoint) -> Result<CheckpointSummary> {
+        let bytes = encode(checkpoint).map_err(|error| Error::Encode {
+            id: checkpoint.id.to_string(),
+            error,
+        })?;
+        self.save_encoded(checkpoint, &bytes)
+    }
+
+    fn load(&self, id: &CheckpointId) -> Result<Checkpoint> {
+        let path = self.path_of(id);
+        match read_checkpoint_file(&path, &self.options.limits) {
+            Ok(d) => check_name(&path, id, d),
+            Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+                Err(Error::not_found(id))
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    fn list(&self, filter: &ListFilter) -> Result<Vec<CheckpointSummary>> {
+        let mut index = self.index();
+        index.refresh()?;
+        let items = index
+            .entries
+            .values()
+            .filter(|e| filter.matches(&e.summary))
+            .map(|e| e.summary.clone());
+        Ok(filter.apply(items))
+    }
+
+    fn delete(&self, id: &CheckpointId) -> Result<bool> {
+        let path = self.path_of(id);
+        let existed = match std::fs::remove_file(&path) {
+            Ok(()) => true,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
+            Err(e) => return Err(Error::io(&path, e)),
+        };
+        if existed && self.options.write.durable {
+            sync_dir(&self.root)?;
+        }
+        let mut index = self.index();
+        let indexed = index.entries.contains_key(id);
+        if existed || indexed {
+            index.delete(std::slice::from_ref(id))?;
+        }
+        Ok(existed)
+    }
+
+    fn delete_execution(&self, execution_id: &ExecutionId) -> Result<usize> {
+        let mut index = self.index();
+        index.refresh()?;
+        let ids: Vec<CheckpointId> = index
+            .entries
+            .values()
+            .filter(|e| &e.summary.execution_id == execution_id)
+            .map(|e| e.summary.id.clone())
+            .collect();
+        let mut removed = Vec::new();
+        for id in &ids {
+            let path = self.path_of(id);
+            match std::fs::remove_file(&path) {
+                Ok(()) => removed.push(id.clone()),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => {
+                    index.delete(&removed)?;
+                    return Err(Error::io(&path, e));
+                }
+            }
+        }
+        if !removed.is_empty() && self.options.write.durable {
+            sync_dir(&self.root)?;
+        }
+        index.delete(&ids)?;
+        Ok(removed.len())
+    }
+}

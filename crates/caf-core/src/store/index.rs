@@ -1,0 +1,267 @@
+//! The file store's index: an append-only log of summaries in `DIR/.caf/index.jsonl`.
+//!
+//! The checkpoint files are the truth; the index is a cache that lets `list` and `latest` run
+//! without opening a single checkpoint. Each save appends one line (`put`), each delete one line
+//! (`del`), in a single `write` under a shared lock on `DIR/.caf/lock`. On open, the store
+//! reconciles the log with the directory (new, changed and vanished files) and, if anything
+//! differed, rewrites the log atomically under an exclusive lock. A torn last line (a writer
+//! killed mid-append) is ignored and repaired by the next reconcile. Another process's appends
+//! are picked up by reading the log's new tail before each listing.
+
+use super::atomic::{write_atomic, AtomicWriteOptions};
+use super::CheckpointSummary;
+use crate::error::{Error, Result};
+use crate::id::CheckpointId;
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::fs::{File, Metadata, OpenOptions};
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+
+/// A summary plus what identifies the file version it was read from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Entry {
+    pub summary: CheckpointSummary,
+    /// The file's modification time (ns since the epoch) when indexed.
+    pub mtime_ns: i128,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "lowercase")]
+enum Record {
+    Put(Entry),
+    Del { id: CheckpointId },
+}
+
+/// The modification time of a file in ns since the epoch (0 if unknown).
+pub(crate) fn mtime_ns(meta: &Metadata) -> i128 {
+    meta.modified()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |d| i128::try_from(d.as_nanos()).unwrap_or(i128::MAX))
+}
+
+#[cfg(unix)]
+fn identity(meta: &Metadata) -> (u64, u64) {
+    use std::os::unix::fs::MetadataExt;
+    (meta.dev(), meta.ino())
+}
+
+#[cfg(not(unix))]
+fn identity(_meta: &Metadata) -> (u64, u64) {
+    (0, 0)
+}
+
+/// The persistent part of the index, when the store directory is writable.
+struct Log {
+    path: PathBuf,
+    lock: File,
+    file: File,
+    identity: (u64, u64),
+    /// How far the log has been read.
+    offset: u64,
+    /// Lines read (live and dead), to decide when to compact.
+    lines: usize,
+}
+
+/// The in-memory index, optionally backed by the log.
+pub(crate) struct Index {
+    pub entries: HashMap<CheckpointId, Entry>,
+    log: Option<Log>,
+    meta_dir: PathBuf,
+}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> Error + '_ {
+    move |e| Error::io(path, e)
+}
+
+impl Index {
+    /// Opens (creating if needed) the index of the store whose metadata dir is `meta_dir`.
+    /// If the directory cannot be written, the index lives in memory only.
+    pub fn open(meta_dir: &Path) -> Self {
+        let log = Self::open_log(meta_dir).ok();
+        let mut index = Self {
+            entries: HashMap::new(),
+            log,
+            meta_dir: meta_dir.to_path_buf(),
+        };
+        // A log that cannot be read is treated as empty: reconcile rebuilds it.
+        let _ = index.refresh();
+        index
+    }
+
+    fn open_log(meta_dir: &Path) -> Result<Log> {
+        std::fs::create_dir_all(meta_dir.join("tmp")).map_err(io(meta_dir))?;
+        let ignore = meta_dir.join(".gitignore");
+        if !ignore.exists() {
+            // The index is a cache: keep it out of git.
+            let _ = std::fs::write(&ignore, "*\n");
+        }
+        let lock_path = meta_dir.join("lock");
+        let lock = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .map_err(io(&lock_path))?;
+        let path = meta_dir.join("index.jsonl");
+        let file = Self::open_append(&path)?;
+        let identity = identity(&file.metadata().map_err(io(&path))?);
+        Ok(Log {
+            path,
+            lock,
+            file,
+            identity,
+            offset: 0,
+            lines: 0,
+        })
+    }
+
+    fn open_append(path: &Path) -> Result<File> {
+        OpenOptions::new()
+            .create(true)
+            .append(true)
+            .read(true)
+            .open(path)
+            .map_err(io(path))
+    }
+
+    /// The staging directory for atomic writes, if the store has one.
+    pub fn temp_dir(&self) -> Option<PathBuf> {
+        self.log.as_ref().map(|_| self.meta_dir.join("tmp"))
+    }
+
+    /// Reads what other writers appended since the last read (or everything, if the log was
+    /// replaced).
+    pub fn refresh(&mut self) -> Result<()> {
+        let Some(log) = &mut self.log else {
+            return Ok(());
+        };
+        let meta = match std::fs::metadata(&log.path) {
+            Ok(m) => m,
+            Err(e) => return Err(Error::io(&log.path, e)),
+        };
+        if identity(&meta) != log.identity {
+            log.file = Self::open_append(&log.path)?;
+            log.identity = identity(&log.file.metadata().map_err(io(&log.path))?);
+            log.offset = 0;
+            log.lines = 0;
+            self.entries.clear();
+        }
+        if meta.len() <= log.offset {
+            return Ok(());
+        }
+        let mut buf = Vec::new();
+        log.file
+            .seek(SeekFrom::Start(log.offset))
+            .map_err(io(&log.path))?;
+        (&log.file).read_to_end(&mut buf).map_err(io(&log.path))?;
+        // Only whole lines: a writer may be half-way through one.
+        let Some(end) = buf.iter().rposition(|&b| b == b'\n') else {
+            return Ok(());
+        };
+        for line in buf[..end].split(|&b| b == b'\n') {
+            log.lines += 1;
+            match serde_json::from_slice::<Record>(line) {
+                Ok(Record::Put(e)) => {
+                    self.entries.insert(e.summary.id.clone(), e);
+                }
+                Ok(Record::Del { id }) => {
+                    self.entries.remove(&id);
+                }
+                Err(_) => {} // a torn line from a killed writer; reconcile repairs it
+            }
+        }
+        log.offset += end as u64 + 1;
+        Ok(())
+    }
+
+    fn append(&mut self, records: &[Record]) -> Result<()> {
+        let Some(log) = &mut self.log else {
+            return Ok(());
+        };
+        let mut buf = Vec::new();
+        for r in records {
+            // Records are plain data and always serialize.
+            let _ = serde_json::to_writer(&mut buf, r);
+            buf.push(b'\n');
+        }
+        log.lock.lock_shared().map_err(io(&log.path))?;
+        let result = (|| {
+            // The log may have been replaced by a compaction in another process.
+            let now = std::fs::metadata(&log.path).map_err(io(&log.path))?;
+            if identity(&now) != log.identity {
+                log.file = Self::open_append(&log.path)?;
+                log.identity = identity(&log.file.metadata().map_err(io(&log.path))?);
+                log.offset = 0;
+            }
+            log.file.write_all(&buf).map_err(io(&log.path))
+        })();
+        let _ = log.lock.unlock();
+        result
+    }
+
+    /// Records a saved file.
+    pub fn put(&mut self, entry: Entry) -> Result<()> {
+        let record = Record::Put(entry.clone());
+        self.entries.insert(entry.summary.id.clone(), entry);
+        self.append(&[record])
+    }
+
+    /// Records deleted files.
+    pub fn delete(&mut self, ids: &[CheckpointId]) -> Result<()> {
+        for id in ids {
+            self.entries.remove(id);
+        }
+        let records: Vec<Record> = ids
+            .iter()
+            .map(|id| Record::Del { id: id.clone() })
+            .collect();
+        self.append(&records)
+    }
+
+    /// Whether the log holds many dead lines.
+    pub fn wants_compaction(&self) -> bool {
+        self.log
+            .as_ref()
+            .is_some_and(|l| l.lines > 2 * self.entries.len() + 256)
+    }
+
+    /// Rewrites the log with exactly the current entries (after reading any lines appended by
+    /// other writers), under an exclusive lock so that no append is lost.
+    pub fn compact(&mut self) -> Result<()> {
+        let Some(log) = &self.log else {
+            return Ok(());
+        };
+        let lock = log.lock.try_clone().map_err(io(&log.path))?;
+        lock.lock().map_err(io(&self.meta_dir))?;
+        let result = self.refresh().and_then(|()| self.rewrite());
+        let _ = lock.unlock();
+        result
+    }
+
+    fn rewrite(&mut self) -> Result<()> {
+        let Some(log) = &mut self.log else {
+            return Ok(());
+        };
+        let mut entries: Vec<&Entry> = self.entries.values().collect();
+        entries.sort_by(|a, b| CheckpointSummary::newest_first(&b.summary, &a.summary));
+        let mut buf = Vec::new();
+        for e in entries {
+            let _ = serde_json::to_writer(&mut buf, &Record::Put(e.clone()));
+            buf.push(b'\n');
+        }
+        let tmp = self.meta_dir.join("tmp");
+        write_atomic(
+            &log.path,
+            Some(&tmp),
+            &buf,
+            AtomicWriteOptions { durable: false },
+        )?;
+        log.file = Self::open_append(&log.path)?;
+        log.identity = identity(&log.file.metadata().map_err(io(&log.path))?);
+        log.offset = buf.len() as u64;
+        log.lines = self.entries.len();
+        Ok(())
+    }
+}

@@ -1,0 +1,232 @@
+//! Where checkpoints live: the [`CheckpointStore`] trait and its implementations.
+//!
+//! Every store keeps the same contract, checked by one conformance suite
+//! (`tests/src/conformance.rs`): a saved checkpoint loads back equal; listing is newest first
+//! (by timestamp, then id) and honours every filter; executions are isolated; deleting an
+//! execution returns how many checkpoints went.
+
+mod atomic;
+pub(crate) mod file;
+mod index;
+mod memory;
+
+pub use atomic::{write_atomic, AtomicWriteOptions};
+pub use file::{FileStore, FileStoreOptions};
+pub use memory::MemoryStore;
+
+use crate::clock::Timestamp;
+use crate::error::Result;
+use crate::format::{Checkpoint, CheckpointReason};
+use crate::id::{CheckpointId, ExecutionId};
+use serde::{Deserialize, Serialize};
+
+/// What a listing shows of a checkpoint, without its snapshot.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CheckpointSummary {
+    /// The checkpoint.
+    pub id: CheckpointId,
+    /// Its parent.
+    pub parent_id: Option<CheckpointId>,
+    /// Its execution.
+    pub execution_id: ExecutionId,
+    /// Its agent.
+    pub agent_id: String,
+    /// The step reached.
+    pub step_number: u64,
+    /// Why it was taken.
+    pub checkpoint_reason: CheckpointReason,
+    /// When.
+    pub timestamp: Timestamp,
+    /// Tokens used so far.
+    pub tokens_used: u64,
+    /// Its name, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Its labels.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub labels: Vec<String>,
+    /// Its size as stored (the file size for files; the encoded size elsewhere).
+    pub bytes: u64,
+}
+
+impl CheckpointSummary {
+    /// The summary of a checkpoint whose stored size is `bytes`.
+    pub fn of(c: &Checkpoint, bytes: u64) -> Self {
+        Self {
+            id: c.id.clone(),
+            parent_id: c.parent_id.clone(),
+            execution_id: c.execution_id.clone(),
+            agent_id: c.agent_id.clone(),
+            step_number: c.metadata.step_number,
+            checkpoint_reason: c.metadata.checkpoint_reason.clone(),
+            timestamp: c.timestamp,
+            tokens_used: c.metadata.tokens_used,
+            name: c.metadata.name.clone(),
+            labels: c.metadata.labels.clone(),
+            bytes,
+        }
+    }
+
+    /// The listing order: newest first (timestamp, then id, both descending).
+    pub fn newest_first(a: &Self, b: &Self) -> std::cmp::Ordering {
+        (b.timestamp, &b.id).cmp(&(a.timestamp, &a.id))
+    }
+}
+
+/// Which checkpoints to list. Every field is optional; the default lists everything.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ListFilter {
+    /// Only this execution.
+    pub execution_id: Option<ExecutionId>,
+    /// Only this agent.
+    pub agent_id: Option<String>,
+    /// Only this reason.
+    pub reason: Option<CheckpointReason>,
+    /// Only checkpoints carrying this label.
+    pub label: Option<String>,
+    /// Only checkpoints taken at or after this time.
+    pub since: Option<Timestamp>,
+    /// Only checkpoints taken strictly before this time.
+    pub until: Option<Timestamp>,
+    /// Only checkpoints older than this one (a cursor: pass the last id of the previous page).
+    pub before: Option<CheckpointId>,
+    /// At most this many.
+    pub limit: Option<usize>,
+}
+
+impl ListFilter {
+    /// Everything in one execution.
+    pub fn execution(id: &ExecutionId) -> Self {
+        Self {
+            execution_id: Some(id.clone()),
+            ..Self::default()
+        }
+    }
+
+    /// Whether `s` passes every filter but `before` and `limit`.
+    pub fn matches(&self, s: &CheckpointSummary) -> bool {
+        self.execution_id
+            .as_ref()
+            .is_none_or(|e| e == &s.execution_id)
+            && self.agent_id.as_ref().is_none_or(|a| a == &s.agent_id)
+            && self
+                .reason
+                .as_ref()
+                .is_none_or(|r| r == &s.checkpoint_reason)
+            && self.label.as_ref().is_none_or(|l| s.labels.contains(l))
+            && self.since.is_none_or(|t| s.timestamp >= t)
+            && self.until.is_none_or(|t| s.timestamp < t)
+    }
+
+    /// Filters, sorts newest first, applies the cursor and the limit.
+    pub fn apply(
+        &self,
+        items: impl IntoIterator<Item = CheckpointSummary>,
+    ) -> Vec<CheckpointSummary> {
+        let mut out: Vec<CheckpointSummary> =
+            items.into_iter().filter(|s| self.matches(s)).collect();
+        out.sort_by(CheckpointSummary::newest_first);
+        if let Some(before) = &self.before {
+            match out.iter().position(|s| &s.id == before) {
+                Some(i) => {
+                    out.drain(..=i);
+                }
+                None => out.clear(),
+            }
+        }
+        if let Some(limit) = self.limit {
+            out.truncate(limit);
+        }
+        out
+    }
+}
+
+/// A place that keeps checkpoints. Implementations are safe to share between threads.
+pub trait CheckpointStore: Send + Sync {
+    /// Saves a checkpoint; saving an existing id replaces it.
+    fn save(&self, checkpoint: &Checkpoint) -> Result<CheckpointSummary>;
+
+    /// Loads a checkpoint by id ([`crate::Error::NotFound`] if absent).
+    fn load(&self, id: &CheckpointId) -> Result<Checkpoint>;
+
+    /// Lists summaries matching `filter`, newest first.
+    fn list(&self, filter: &ListFilter) -> Result<Vec<CheckpointSummary>>;
+
+    /// Deletes one checkpoint; `false` if there was none.
+    fn delete(&self, id: &CheckpointId) -> Result<bool>;
+
+    /// Deletes every checkpoint of an execution and returns how many there were.
+    fn delete_execution(&self, execution_id: &ExecutionId) -> Result<usize>;
+
+    /// The newest checkpoint of an execution, if any.
+    fn latest(&self, execution_id: &ExecutionId) -> Result<Option<Checkpoint>> {
+        let mut filter = ListFilter::execution(execution_id);
+        filter.limit = Some(1);
+        match self.list(&filter)?.into_iter().next() {
+            Some(s) => self.load(&s.id).map(Some),
+            None => Ok(None),
+        }
+    }
+}
+
+impl<S: CheckpointStore + ?Sized> CheckpointStore for Box<S> {
+    fn save(&self, c: &Checkpoint) -> Result<CheckpointSummary> {
+        (**self).save(c)
+    }
+    fn load(&self, id: &CheckpointId) -> Result<Checkpoint> {
+        (**self).load(id)
+    }
+    fn list(&self, f: &ListFilter) -> Result<Vec<CheckpointSummary>> {
+        (**self).list(f)
+    }
+    fn delete(&self, id: &CheckpointId) -> Result<bool> {
+        (**self).delete(id)
+    }
+    fn delete_execution(&self, e: &ExecutionId) -> Result<usize> {
+        (**self).delete_execution(e)
+    }
+    fn latest(&self, e: &ExecutionId) -> Result<Option<Checkpoint>> {
+        (**self).latest(e)
+    }
+}
+
+impl<S: CheckpointStore + ?Sized> CheckpointStore for std::sync::Arc<S> {
+    fn save(&self, c: &Checkpoint) -> Result<CheckpointSummary> {
+        (**self).save(c)
+    }
+    fn load(&self, id: &CheckpointId) -> Result<Checkpoint> {
+        (**self).load(id)
+    }
+    fn list(&self, f: &ListFilter) -> Result<Vec<CheckpointSummary>> {
+        (**self).list(f)
+    }
+    fn delete(&self, id: &CheckpointId) -> Result<bool> {
+        (**self).delete(id)
+    }
+    fn delete_execution(&self, e: &ExecutionId) -> Result<usize> {
+        (**self).delete_execution(e)
+    }
+    fn latest(&self, e: &ExecutionId) -> Result<Option<Checkpoint>> {
+        (**self).latest(e)
+    }
+}
+
+/// The chain of ancestors of a checkpoint, starting with the checkpoint itself and following
+/// `parent_id` until a root or a parent that is not in the store.
+pub fn lineage(store: &dyn CheckpointStore, id: &CheckpointId) -> Result<Vec<Checkpoint>> {
+    let mut out: Vec<Checkpoint> = Vec::new();
+    let mut next = Some(id.clone());
+    while let Some(id) = next {
+        if out.iter().any(|c| c.id == id) {
+            break; // a cycle in hand-edited files; stop rather than loop
+        }
+        let c = match store.load(&id) {
+            Ok(c) => c,
+            Err(crate::Error::NotFound { .. }) if !out.is_empty() => break,
+            Err(e) => return Err(e),
+        };
+        next = c.parent_id.clone();
+        out.push(c);
+    }
+    Ok(out)
+}
