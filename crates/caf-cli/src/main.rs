@@ -1,1 +1,68 @@
-fn main() {}
+//! `caf`: the command line of caf, the checkpoint system for AI agents.
+//!
+//! The library (`caf-core`) does the work; this crate parses arguments, calls it, and presents
+//! the results (tables and colour for people, `--json` for programs). Exit codes: 0 success,
+//! 1 a failed operation, 2 bad usage.
+
+mod bench;
+mod cli;
+mod commands;
+mod demo;
+mod output;
+
+use clap::Parser;
+use std::process::ExitCode;
+
+/// A failure the CLI reports: one line on stderr and an exit code.
+#[derive(Debug)]
+pub enum Failure {
+    /// The operation failed (exit 1). Each string is one line.
+    Failed(Vec<String>),
+    /// The command line was wrong (exit 2).
+    Usage(String),
+}
+
+impl Failure {
+    /// A failed operation with one message line.
+    pub fn msg(m: impl std::fmt::Display) -> Self {
+        Self::Failed(vec![m.to_string()])
+    }
+}
+
+/// The lines that report a library error: a schema error gives one line per violation.
+pub fn error_lines(e: &caf_core::Error) -> Vec<String> {
+    match e {
+        caf_core::Error::Load { origin, error } => error
+            .lines()
+            .into_iter()
+            .map(|l| format!("{origin}: {l}"))
+            .collect(),
+        other => vec![other.to_string()],
+    }
+}
+
+impl From<caf_core::Error> for Failure {
+    fn from(e: caf_core::Error) -> Self {
+        Self::Failed(error_lines(&e))
+    }
+}
+
+/// What a command returns.
+pub type CmdResult = Result<(), Failure>;
+
+fn main() -> ExitCode {
+    let cli = cli::Cli::parse();
+    match commands::run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Failure::Failed(lines)) => {
+            for l in lines {
+                output::error_line(&l);
+            }
+            ExitCode::from(1)
+        }
+        Err(Failure::Usage(m)) => {
+            output::error_line(&m);
+            ExitCode::from(2)
+        }
+    }
+}

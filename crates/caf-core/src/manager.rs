@@ -9,7 +9,7 @@ use crate::format::{
 };
 use crate::id::{CheckpointId, ExecutionId};
 use crate::runtime::RuntimeState;
-use crate::store::file::read_checkpoint_file;
+use crate::store::read_checkpoint_file;
 use crate::store::{
     write_atomic, AtomicWriteOptions, CheckpointStore, CheckpointSummary, ListFilter,
 };

@@ -39,9 +39,15 @@ pub fn write_atomic(
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
     let staging = temp_dir.unwrap_or(dir);
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".caf-tmp-")
-        .suffix(".json")
+    let mut builder = tempfile::Builder::new();
+    builder.prefix(".caf-tmp-").suffix(".json");
+    #[cfg(unix)]
+    {
+        // Checkpoints are ordinary documents (meant for git): rw-r--r--, not tempfile's 0600.
+        use std::os::unix::fs::PermissionsExt;
+        builder.permissions(std::fs::Permissions::from_mode(0o644));
+    }
+    let mut tmp = builder
         .tempfile_in(staging)
         .map_err(|e| Error::io(staging, e))?;
     tmp.write_all(bytes).map_err(|e| Error::io(tmp.path(), e))?;

@@ -11,7 +11,7 @@ mod index;
 mod memory;
 
 pub use atomic::{write_atomic, AtomicWriteOptions};
-pub use file::{FileStore, FileStoreOptions};
+pub use file::{read_checkpoint_file, read_regular_file, FileStore, FileStoreOptions, Problem};
 pub use memory::MemoryStore;
 
 use crate::clock::Timestamp;

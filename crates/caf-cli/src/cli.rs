@@ -1,0 +1,149 @@
+//! The command-line grammar (clap).
+
+use clap::{Args, Parser, Subcommand};
+use std::path::PathBuf;
+
+/// caf: checkpoints for AI agents — inspect, validate, import, export and benchmark them.
+#[derive(Debug, Parser)]
+#[command(name = "caf", version, about, long_about = None, propagate_version = true)]
+pub struct Cli {
+    /// The checkpoint directory.
+    #[arg(long, global = true, env = "CAF_DIR", default_value = "./checkpoints")]
+    pub dir: PathBuf,
+
+    /// Print machine-readable JSON instead of tables.
+    #[arg(long, global = true)]
+    pub json: bool,
+
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run a simulated agent that checkpoints, crashes, resumes and finishes.
+    Demo(DemoArgs),
+    /// List checkpoints, newest first.
+    List(ListArgs),
+    /// Show one checkpoint (by id, or a file path).
+    Inspect(InspectArgs),
+    /// Check checkpoint files (or directories of them) against their schema and checksum.
+    Validate(PathsArgs),
+    /// Validate checkpoint files and save them into the store (all or nothing).
+    Import(PathsArgs),
+    /// Write a checkpoint of the store to a file (or stdout).
+    Export(ExportArgs),
+    /// Delete checkpoints, or a whole execution.
+    Delete(DeleteArgs),
+    /// Print the JSON Schema of a format version.
+    Schema(SchemaArgs),
+    /// Measure save, restore-latest and list on the agent-run workload.
+    Bench(BenchArgs),
+}
+
+/// `caf demo`.
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// How many executions (agent runs) to simulate.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub executions: u32,
+    /// Steps in each execution's plan.
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=10000))]
+    pub steps: u32,
+    /// The step during which the agent crashes (0: no crash).
+    #[arg(long, default_value_t = 5)]
+    pub crash_at: u32,
+    /// The seed that determines every id, timestamp and word of content.
+    #[arg(long, default_value_t = 42)]
+    pub seed: u64,
+}
+
+/// `caf list`.
+#[derive(Debug, Args)]
+pub struct ListArgs {
+    /// Only this execution.
+    #[arg(long, short = 'e')]
+    pub execution: Option<String>,
+    /// Only this agent.
+    #[arg(long)]
+    pub agent: Option<String>,
+    /// Only this checkpoint reason.
+    #[arg(long)]
+    pub reason: Option<String>,
+    /// Only checkpoints with this label.
+    #[arg(long)]
+    pub label: Option<String>,
+    /// Only checkpoints older than this one (paging).
+    #[arg(long)]
+    pub before: Option<String>,
+    /// At most this many.
+    #[arg(long, short = 'n')]
+    pub limit: Option<usize>,
+}
+
+/// `caf inspect`.
+#[derive(Debug, Args)]
+pub struct InspectArgs {
+    /// A checkpoint id, or the path of a checkpoint file.
+    pub target: String,
+    /// How many of the last thoughts and tool calls to show.
+    #[arg(long, default_value_t = 5)]
+    pub last: usize,
+}
+
+/// Commands that take paths.
+#[derive(Debug, Args)]
+pub struct PathsArgs {
+    /// Files, or directories searched recursively for `*.json`.
+    #[arg(required = true)]
+    pub paths: Vec<PathBuf>,
+}
+
+/// `caf export`.
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// The checkpoint id.
+    pub id: String,
+    /// Where to write (default: stdout).
+    #[arg(long, short = 'o')]
+    pub output: Option<PathBuf>,
+}
+
+/// `caf delete`.
+#[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("what").required(true).args(["ids", "execution"])))]
+pub struct DeleteArgs {
+    /// Checkpoint ids.
+    pub ids: Vec<String>,
+    /// Delete every checkpoint of this execution instead.
+    #[arg(long, short = 'e', conflicts_with = "ids")]
+    pub execution: Option<String>,
+}
+
+/// `caf schema`.
+#[derive(Debug, Args)]
+pub struct SchemaArgs {
+    /// The format version (default: the current one).
+    #[arg(long = "version", value_name = "VERSION")]
+    pub format_version: Option<String>,
+}
+
+/// `caf bench`.
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// Executions in the workload.
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=10000))]
+    pub executions: u32,
+    /// Steps (checkpoints) per execution.
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=100000))]
+    pub steps: u32,
+    /// Which storage mode(s) to measure (repeatable).
+    #[arg(long, value_enum, default_values_t = [crate::bench::Mode::Files])]
+    pub mode: Vec<crate::bench::Mode>,
+    /// Where to create the scratch store (default: a temporary directory next to --dir, so that
+    /// it is on the same file system). It is removed afterwards.
+    #[arg(long)]
+    pub scratch: Option<PathBuf>,
+}

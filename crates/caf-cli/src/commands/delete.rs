@@ -1,0 +1,56 @@
+//! `caf delete`.
+
+use super::{checkpoint_id, execution_id, open_existing};
+use crate::cli::DeleteArgs;
+use crate::output;
+use crate::{CmdResult, Failure};
+use caf_core::CheckpointStore;
+use serde_json::json;
+use std::path::Path;
+
+/// Deletes the named checkpoints (all must exist, else nothing is deleted) or an execution.
+pub fn run(dir: &Path, json: bool, a: &DeleteArgs) -> CmdResult {
+    let store = open_existing(dir)?;
+    if let Some(e) = &a.execution {
+        let id = execution_id(e)?;
+        let n = store.delete_execution(&id)?;
+        if n == 0 {
+            return Err(Failure::msg(format!(
+                "execution {id} has no checkpoints in {}",
+                dir.display()
+            )));
+        }
+        if json {
+            output::print_json(&json!({"execution_id": id, "deleted": n}));
+        } else {
+            println!("deleted {n} checkpoints of execution {id}");
+        }
+        return Ok(());
+    }
+    let ids = a
+        .ids
+        .iter()
+        .map(|s| checkpoint_id(s))
+        .collect::<Result<Vec<_>, _>>()?;
+    let missing: Vec<String> = ids
+        .iter()
+        .filter(|id| !store.path_of(id).exists())
+        .map(|id| format!("checkpoint {id} not found in {}", dir.display()))
+        .collect();
+    if !missing.is_empty() {
+        let mut lines = missing;
+        lines.push("nothing deleted".into());
+        return Err(Failure::Failed(lines));
+    }
+    for id in &ids {
+        store.delete(id)?;
+    }
+    if json {
+        output::print_json(&json!({"deleted": ids}));
+    } else {
+        for id in &ids {
+            println!("deleted {id}");
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,182 @@
+//! `caf validate`, `caf import`, `caf export`: moving checkpoint files in and out.
+
+use super::{checkpoint_id, open_existing};
+use crate::cli::ExportArgs;
+use crate::output::{self, GREEN};
+use crate::{error_lines, CmdResult, Failure};
+use caf_core::format::{encode, Decoded, Limits};
+use caf_core::store::read_checkpoint_file;
+use caf_core::store::{write_atomic, AtomicWriteOptions};
+use caf_core::{CheckpointStore, FileStore};
+use serde_json::json;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// Expands the arguments: files as given, directories searched recursively for `*.json`
+/// (skipping hidden entries such as the store's `.caf/` index).
+pub fn expand(paths: &[PathBuf]) -> Result<Vec<PathBuf>, Failure> {
+    let mut out = Vec::new();
+    for p in paths {
+        let meta = std::fs::symlink_metadata(p)
+            .map_err(|e| Failure::msg(format!("{}: {e}", p.display())))?;
+        if meta.is_dir() {
+            walk(p, &mut out)?;
+        } else {
+            out.push(p.clone());
+        }
+    }
+    Ok(out)
+}
+
+fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), Failure> {
+    let rd = std::fs::read_dir(dir).map_err(|e| Failure::msg(format!("{}: {e}", dir.display())))?;
+    let mut entries: Vec<_> = rd.filter_map(Result::ok).collect();
+    entries.sort_by_key(|e| e.file_name());
+    for e in entries {
+        let name = e.file_name();
+        let name = name.to_string_lossy();
+        if name.starts_with('.') {
+            continue;
+        }
+        let path = e.path();
+        match e.file_type() {
+            Ok(ft) if ft.is_dir() => walk(&path, out)?,
+            Ok(_) if name.ends_with(".json") => out.push(path),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// Checks files; exit 1 unless every one is valid.
+pub fn validate(json: bool, paths: &[PathBuf]) -> CmdResult {
+    let files = expand(paths)?;
+    let mut report = Vec::new();
+    let mut problems = Vec::new();
+    for f in &files {
+        match read_checkpoint_file(f, &Limits::default()) {
+            Ok(d) => report.push(json!({
+                "path": f.display().to_string(), "valid": true,
+                "version": d.source_version, "id": d.checkpoint.id,
+            })),
+            Err(e) => {
+                let lines = error_lines(&e);
+                report.push(
+                    json!({"path": f.display().to_string(), "valid": false, "errors": lines}),
+                );
+                problems.extend(lines);
+            }
+        }
+    }
+    let invalid = report.iter().filter(|r| r["valid"] == false).count();
+    if json {
+        output::print_json(&report);
+    } else {
+        for r in report.iter().filter(|r| r["valid"] == true) {
+            let mut o = anstream::stdout();
+            let _ = writeln!(
+                o,
+                "{GREEN}ok{GREEN:#}  {}  {}",
+                r["path"].as_str().unwrap_or_default(),
+                r["version"].as_str().unwrap_or_default()
+            );
+        }
+        println!("{} valid, {invalid} invalid", files.len() - invalid);
+    }
+    if invalid == 0 {
+        Ok(())
+    } else {
+        Err(Failure::Failed(problems))
+    }
+}
+
+/// Validates every file first; only if all are valid, saves them into the store.
+pub fn import(dir: &Path, json: bool, paths: &[PathBuf]) -> CmdResult {
+    let files = expand(paths)?;
+    let mut decoded: Vec<(PathBuf, Decoded)> = Vec::new();
+    let mut problems = Vec::new();
+    for f in &files {
+        match read_checkpoint_file(f, &Limits::default()) {
+            Ok(d) => decoded.push((f.clone(), d)),
+            Err(e) => problems.extend(error_lines(&e)),
+        }
+    }
+    if !problems.is_empty() {
+        problems.push(format!(
+            "nothing imported: {} of {} files are invalid",
+            files.len() - decoded.len(),
+            files.len()
+        ));
+        return Err(Failure::Failed(problems));
+    }
+    let store = FileStore::open(dir)?;
+    // Refuse to overwrite a different checkpoint with the same id.
+    for (f, d) in &decoded {
+        match store.load(&d.checkpoint.id) {
+            Ok(existing) if existing != d.checkpoint => {
+                problems.push(format!(
+                    "{}: checkpoint {} is already in {} with different content (delete it first)",
+                    f.display(),
+                    d.checkpoint.id,
+                    dir.display()
+                ));
+            }
+            _ => {}
+        }
+    }
+    if !problems.is_empty() {
+        problems.push("nothing imported".into());
+        return Err(Failure::Failed(problems));
+    }
+    let mut saved = Vec::new();
+    for (f, d) in &decoded {
+        let s = store.save(&d.checkpoint)?;
+        if !json {
+            let note = if d.was_migrated() {
+                format!(" (migrated from {})", d.source_version)
+            } else {
+                String::new()
+            };
+            let mut o = anstream::stdout();
+            let _ = writeln!(
+                o,
+                "{GREEN}imported{GREEN:#} {} from {}{note}",
+                s.id,
+                f.display()
+            );
+        }
+        saved.push(s);
+    }
+    if json {
+        output::print_json(&saved);
+    } else {
+        println!(
+            "{} checkpoints imported into {}",
+            saved.len(),
+            dir.display()
+        );
+    }
+    Ok(())
+}
+
+/// Writes a checkpoint to a file (atomically) or to stdout.
+pub fn export(dir: &Path, a: &ExportArgs) -> CmdResult {
+    let id = checkpoint_id(&a.id)?;
+    let store = open_existing(dir)?;
+    let c = store.load(&id)?;
+    let bytes = encode(&c).map_err(|e| Failure::msg(format!("{id}: {e}")))?;
+    match &a.output {
+        Some(path) => {
+            write_atomic(path, None, &bytes, AtomicWriteOptions::default())?;
+            eprintln!(
+                "exported {id} to {} ({})",
+                path.display(),
+                output::bytes(bytes.len() as u64)
+            );
+        }
+        None => {
+            let _ = std::io::stdout().lock().write_all(&bytes);
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,62 @@
+//! `caf list`.
+
+use super::{checkpoint_id, execution_id, open_existing};
+use crate::cli::ListArgs;
+use crate::output::{self, Table, CYAN, DIM};
+use crate::{CmdResult, Failure};
+use anstyle::Style;
+use caf_core::{CheckpointReason, CheckpointStore, ListFilter};
+use std::path::Path;
+
+/// Lists checkpoints newest first, as a table or a JSON array of summaries.
+pub fn run(dir: &Path, json: bool, a: &ListArgs) -> CmdResult {
+    let store = open_existing(dir)?;
+    let filter = ListFilter {
+        execution_id: a.execution.as_deref().map(execution_id).transpose()?,
+        agent_id: a.agent.clone(),
+        reason: a
+            .reason
+            .as_deref()
+            .map(|r| r.parse::<CheckpointReason>().map_err(Failure::msg))
+            .transpose()?,
+        label: a.label.clone(),
+        before: a.before.as_deref().map(checkpoint_id).transpose()?,
+        limit: a.limit,
+        ..ListFilter::default()
+    };
+    let items = store.list(&filter)?;
+    if json {
+        output::print_json(&items);
+        return Ok(());
+    }
+    if items.is_empty() {
+        println!("no checkpoints in {}", dir.display());
+        return Ok(());
+    }
+    let mut t = Table::new(&["ID", "EXECUTION", "STEP", "REASON", "TIME", "SIZE", "NAME"]);
+    for s in &items {
+        let name = match (&s.name, s.labels.is_empty()) {
+            (Some(n), _) => n.clone(),
+            (None, false) => format!("[{}]", s.labels.join(", ")),
+            (None, true) => String::new(),
+        };
+        t.row(vec![
+            (s.id.to_string(), CYAN),
+            (s.execution_id.to_string(), Style::new()),
+            (s.step_number.to_string(), Style::new()),
+            (s.checkpoint_reason.to_string(), Style::new()),
+            (
+                format!(
+                    "{} ({})",
+                    output::short_time(s.timestamp),
+                    output::age(s.timestamp)
+                ),
+                DIM,
+            ),
+            (output::bytes(s.bytes), Style::new()),
+            (name, Style::new()),
+        ]);
+    }
+    t.print();
+    Ok(())
+}

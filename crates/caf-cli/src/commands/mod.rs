@@ -1,0 +1,65 @@
+//! One module per command; `run` dispatches.
+
+mod delete;
+mod files;
+mod inspect;
+mod list;
+
+use crate::cli::{Cli, Command};
+use crate::{CmdResult, Failure};
+use caf_core::{CheckpointId, ExecutionId, FileStore};
+use std::path::Path;
+
+/// Runs the parsed command line.
+pub fn run(cli: Cli) -> CmdResult {
+    let json = cli.json;
+    let dir = cli.dir.as_path();
+    match cli.command {
+        Command::Demo(a) => crate::demo::run(dir, json, &a),
+        Command::List(a) => list::run(dir, json, &a),
+        Command::Inspect(a) => inspect::run(dir, json, &a),
+        Command::Validate(a) => files::validate(json, &a.paths),
+        Command::Import(a) => files::import(dir, json, &a.paths),
+        Command::Export(a) => files::export(dir, &a),
+        Command::Delete(a) => delete::run(dir, json, &a),
+        Command::Schema(a) => schema(a.format_version.as_deref()),
+        Command::Bench(a) => crate::bench::run(dir, json, &a),
+    }
+}
+
+/// Opens the store in `dir`, which must already exist (for commands that only read).
+pub fn open_existing(dir: &Path) -> Result<FileStore, Failure> {
+    if !dir.is_dir() {
+        return Err(Failure::msg(format!(
+            "{}: no checkpoint directory here (run `caf demo`, or pass --dir / set CAF_DIR)",
+            dir.display()
+        )));
+    }
+    let store = FileStore::open(dir)?;
+    for p in store.problems() {
+        crate::output::warn_line(&format!("skipped unreadable file: {}", p.error));
+    }
+    Ok(store)
+}
+
+/// Parses a checkpoint id given on the command line.
+pub fn checkpoint_id(s: &str) -> Result<CheckpointId, Failure> {
+    CheckpointId::new(s).map_err(|e| Failure::msg(format!("{s:?}: not a valid checkpoint id: {e}")))
+}
+
+/// Parses an execution id given on the command line.
+pub fn execution_id(s: &str) -> Result<ExecutionId, Failure> {
+    ExecutionId::new(s).map_err(|e| Failure::msg(format!("{s:?}: not a valid execution id: {e}")))
+}
+
+fn schema(version: Option<&str>) -> CmdResult {
+    let version = version.unwrap_or(caf_core::CURRENT_VERSION);
+    let text = caf_core::format::schema::schema_text(version).ok_or_else(|| {
+        Failure::msg(format!(
+            "no schema for format version {version:?}; known versions: {}",
+            caf_core::format::migrate::known_versions().join(", ")
+        ))
+    })?;
+    print!("{text}");
+    Ok(())
+}

@@ -1,0 +1,328 @@
+//! `caf demo`: a simulated agent that plans, thinks, calls tools, checkpoints after every step,
+//! crashes, resumes from its latest checkpoint and finishes.
+//!
+//! Everything it writes is determined by `--seed`: ids, the simulated clock, the content. Running
+//! it twice with the same arguments rewrites identical files.
+
+use crate::cli::DemoArgs;
+use crate::output::{self, BOLD, CYAN, DIM, GREEN, RED, YELLOW};
+use crate::{CmdResult, Failure};
+use caf_core::clock::{utc, SimulatedClock};
+use caf_core::{
+    CheckpointId, CheckpointManager, CheckpointOptions, CheckpointReason, CheckpointStore, Clock,
+    ExecutionId, FileStore, RuntimeState,
+};
+use serde_json::json;
+use std::io::Write;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+const AGENT: &str = "research-agent";
+const TASK: &str =
+    "Compare three open-source vector databases and recommend one for our search service";
+const PLAN: [&str; 8] = [
+    "clarify requirements",
+    "search for candidates",
+    "read documentation",
+    "collect benchmarks",
+    "write comparison",
+    "run sample queries",
+    "check licences",
+    "write recommendation",
+];
+const TOOLS: [&str; 5] = ["search", "read_file", "write_file", "run_tests", "http_get"];
+const WORDS: [&str; 24] = [
+    "latency",
+    "recall",
+    "index",
+    "shard",
+    "replica",
+    "licence",
+    "throughput",
+    "memory",
+    "filter",
+    "hybrid",
+    "cosine",
+    "quantisation",
+    "HNSW",
+    "IVF",
+    "disk",
+    "cluster",
+    "snapshot",
+    "backup",
+    "tenant",
+    "schema",
+    "cost",
+    "community",
+    "release",
+    "API",
+];
+
+fn sentence(rng: &mut fastrand::Rng, words: usize) -> String {
+    let mut s: Vec<&str> = (0..words)
+        .map(|_| WORDS[rng.usize(..WORDS.len())])
+        .collect();
+    s.dedup();
+    let mut out = s.join(" ");
+    if let Some(first) = out.get(..1) {
+        out = first.to_uppercase() + &out[1..];
+    }
+    out + "."
+}
+
+fn plan(steps: u32) -> Vec<String> {
+    (0..steps as usize)
+        .map(|i| match i / PLAN.len() {
+            0 => PLAN[i].to_string(),
+            round => format!("{} (round {})", PLAN[i % PLAN.len()], round + 1),
+        })
+        .collect()
+}
+
+/// Deterministic ids: UUIDv7 from the simulated clock and the seeded generator.
+fn id_source(
+    clock: Arc<SimulatedClock>,
+    rng: Arc<Mutex<fastrand::Rng>>,
+) -> impl Fn() -> CheckpointId + Send + Sync {
+    move || {
+        let ms = u64::try_from(clock.now().as_millis()).unwrap_or(0);
+        let mut bytes = [0u8; 10];
+        rng.lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .fill(&mut bytes);
+        let uuid = uuid::Builder::from_unix_timestamp_millis(ms, &bytes).into_uuid();
+        CheckpointId::new(format!("ckpt_{uuid}")).unwrap_or_else(|_| CheckpointId::generate())
+    }
+}
+
+struct Run {
+    execution_id: ExecutionId,
+    checkpoints: usize,
+    crashed_at: Option<u32>,
+    resumed_from: Option<CheckpointId>,
+    last: Option<CheckpointId>,
+    tokens: u64,
+}
+
+/// Does the work of step `s` (1-based): thoughts, a tool call, context, progress.
+fn work(
+    state: &mut RuntimeState,
+    rng: &mut fastrand::Rng,
+    clock: &SimulatedClock,
+    s: u32,
+) -> Result<String, Failure> {
+    let step_name = state.remaining_steps().first().cloned().unwrap_or_default();
+    let tool = TOOLS[(s as usize - 1) % TOOLS.len()];
+    let plan_thought = state.add_thought(
+        "reasoning",
+        format!("Step {s}: {step_name}. {}", sentence(rng, 12)),
+        Some(0.7 + f64::from(rng.u8(..30)) / 100.0),
+    );
+    let call = state.start_tool_call(tool, json!({"query": sentence(rng, 6), "n": s}));
+    clock.advance_ms(200 + rng.u64(..2800));
+    state
+        .complete_tool_call(&call, json!(sentence(rng, 20)))
+        .map_err(Failure::msg)?;
+    state
+        .add_child_thought(
+            &plan_thought,
+            "observation",
+            format!("{tool} returned: {}", sentence(rng, 10)),
+            Some(0.85),
+        )
+        .map_err(Failure::msg)?;
+    state.set_variable("step", json!(s));
+    state.set_variable("last_tool", json!(tool));
+    state.set_variable("score", json!(f64::from(rng.u8(50..100)) / 100.0));
+    state.push_history(json!({"step": s, "done": step_name}));
+    state.add_tokens(200 + rng.u64(..600));
+    state.complete_step(Some(json!({"summary": sentence(rng, 5)})));
+    Ok(tool.to_string())
+}
+
+fn run_one(dir: &Path, a: &DemoArgs, n: u32, human: bool) -> Result<Run, Failure> {
+    let mut rng =
+        fastrand::Rng::with_seed(a.seed.wrapping_mul(1_000_003).wrapping_add(u64::from(n)));
+    let start = utc(2026, 1, 5, 9, 0, 0).ok_or_else(|| Failure::msg("bad demo start time"))?;
+    let clock = Arc::new(SimulatedClock::starting_at(start));
+    clock.advance_ms(u64::from(n) * 3_600_000);
+    let id_rng = Arc::new(Mutex::new(fastrand::Rng::with_seed(rng.u64(..))));
+    let exec_uuid = uuid::Builder::from_unix_timestamp_millis(
+        u64::try_from(clock.now().as_millis()).unwrap_or(0),
+        &rng.u128(..).to_le_bytes()[..10]
+            .try_into()
+            .unwrap_or([0; 10]),
+    )
+    .into_uuid();
+    let execution_id = ExecutionId::new(format!("exec_{exec_uuid}")).map_err(Failure::msg)?;
+    let open = || -> Result<CheckpointManager<FileStore>, Failure> {
+        Ok(CheckpointManager::new(FileStore::open(dir)?)
+            .with_clock(clock.clone())
+            .with_id_source(id_source(clock.clone(), id_rng.clone())))
+    };
+    let mut out = anstream::stdout();
+    let mut say = |line: String| {
+        if human {
+            let _ = writeln!(out, "{line}");
+        }
+    };
+    say(format!(
+        "\n{BOLD}execution{BOLD:#} {CYAN}{execution_id}{CYAN:#}  agent {AGENT}"
+    ));
+    say(format!("  {DIM}task: {TASK}{DIM:#}"));
+
+    let fresh = || {
+        let mut s = RuntimeState::with_clock(AGENT, execution_id.clone(), clock.clone());
+        s.set_plan(plan(a.steps));
+        s.set_variable("task", json!(TASK));
+        s.push_message("user", TASK);
+        s
+    };
+    let mut manager = open()?;
+    // The demo is deterministic: a previous run with the same seed used the same execution id.
+    let replaced = manager.store().delete_execution(&execution_id)?;
+    if replaced > 0 {
+        say(format!("  {DIM}replaying: removed {replaced} checkpoints of an earlier run with this seed{DIM:#}"));
+    }
+    let mut state = fresh();
+    let mut run = Run {
+        execution_id: execution_id.clone(),
+        checkpoints: 0,
+        crashed_at: None,
+        resumed_from: None,
+        last: None,
+        tokens: 0,
+    };
+    let mut s = 1;
+    while s <= a.steps {
+        let step_name = state.remaining_steps().first().cloned().unwrap_or_default();
+        let tool = work(&mut state, &mut rng, &clock, s)?;
+        if s == a.crash_at && run.crashed_at.is_none() {
+            run.crashed_at = Some(s);
+            say(format!("  step {s:>3}/{}  {step_name:<28} {RED}crash!{RED:#} the agent process dies mid-step; its memory is gone", a.steps));
+            drop(state);
+            drop(manager);
+            manager = open()?;
+            match manager.restore_latest(&execution_id) {
+                Ok(r) => {
+                    say(format!(
+                        "  {YELLOW}resume{YELLOW:#}    restored {CYAN}{}{CYAN:#} (step {}), {} steps remain: {}",
+                        r.checkpoint.id,
+                        r.checkpoint.metadata.step_number,
+                        r.remaining_steps.len(),
+                        output::clip(&r.remaining_steps.join(", "), 60)
+                    ));
+                    run.resumed_from = Some(r.checkpoint.id.clone());
+                    state = r.state;
+                }
+                Err(caf_core::Error::NotFound { .. }) => {
+                    say(format!(
+                        "  {YELLOW}resume{YELLOW:#}    no checkpoint yet: starting over"
+                    ));
+                    state = fresh();
+                }
+                Err(e) => return Err(e.into()),
+            }
+            s = u32::try_from(state.step_number()).unwrap_or(u32::MAX) + 1;
+            continue;
+        }
+        let c = manager.checkpoint(
+            &mut state,
+            CheckpointOptions::new(CheckpointReason::StepCompleted),
+        )?;
+        run.checkpoints += 1;
+        let size = std::fs::metadata(manager.store().path_of(&c.id))
+            .map(|m| m.len())
+            .unwrap_or(0);
+        say(format!(
+            "  step {s:>3}/{}  {step_name:<28} {tool:<10} {GREEN}saved{GREEN:#} {CYAN}{}{CYAN:#} {DIM}({}){DIM:#}",
+            a.steps,
+            c.id,
+            output::bytes(size)
+        ));
+        run.last = Some(c.id);
+        s += 1;
+    }
+    state.add_thought(
+        "decision",
+        format!("Recommendation written. {}", sentence(&mut rng, 8)),
+        Some(0.93),
+    );
+    let options = CheckpointOptions::new(CheckpointReason::Completed)
+        .named("final")
+        .label("demo");
+    let c = manager.checkpoint(&mut state, options)?;
+    run.checkpoints += 1;
+    run.tokens = state.tokens_used();
+    say(format!(
+        "  {GREEN}done{GREEN:#}      final checkpoint {CYAN}{}{CYAN:#}: {} thoughts, {} tool calls, {} tokens, {} simulated",
+        c.id,
+        c.thought_count(),
+        c.tool_call_count(),
+        c.metadata.tokens_used,
+        output::duration_ms(c.metadata.duration_ms)
+    ));
+    run.last = Some(c.id);
+    Ok(run)
+}
+
+/// Runs the demo.
+pub fn run(dir: &Path, json: bool, a: &DemoArgs) -> CmdResult {
+    if !json {
+        let crash = if a.crash_at == 0 || a.crash_at > a.steps {
+            "no crash".to_string()
+        } else {
+            format!("a crash during step {}", a.crash_at)
+        };
+        let mut o = anstream::stdout();
+        let _ = writeln!(
+            o,
+            "{BOLD}caf demo{BOLD:#}: {} execution(s) x {} steps, {crash}, seed {}, checkpoints in {}",
+            a.executions,
+            a.steps,
+            a.seed,
+            dir.display()
+        );
+    }
+    let mut runs = Vec::new();
+    for n in 1..=a.executions {
+        runs.push(run_one(dir, a, n, !json)?);
+    }
+    let total: usize = runs.iter().map(|r| r.checkpoints).sum();
+    if json {
+        let execs: Vec<_> = runs
+            .iter()
+            .map(|r| {
+                json!({
+                    "execution_id": r.execution_id, "checkpoints": r.checkpoints,
+                    "crashed_at_step": r.crashed_at, "resumed_from": r.resumed_from,
+                    "final_checkpoint": r.last, "tokens_used": r.tokens,
+                })
+            })
+            .collect();
+        output::print_json(
+            &json!({"dir": dir.display().to_string(), "checkpoints": total, "executions": execs}),
+        );
+        return Ok(());
+    }
+    let last = runs
+        .last()
+        .and_then(|r| r.last.clone())
+        .map(|id| id.to_string())
+        .unwrap_or_default();
+    let exec = runs
+        .last()
+        .map(|r| r.execution_id.to_string())
+        .unwrap_or_default();
+    let mut o = anstream::stdout();
+    let _ = writeln!(
+        o,
+        "\n{BOLD}{total} checkpoints{BOLD:#} written to {}. Next:",
+        dir.display()
+    );
+    let d = dir.display();
+    let _ = writeln!(o, "  caf --dir {d} list --execution {exec}");
+    let _ = writeln!(o, "  caf --dir {d} inspect {last}");
+    let _ = writeln!(o, "  caf validate {d}");
+    Ok(())
+}
