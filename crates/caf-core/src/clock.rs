@@ -4,14 +4,13 @@
 //! fractional digits (`2026-11-22T01:40:31.123456Z`), so a timestamp survives a save/load round
 //! trip unchanged and two equal states always serialize to the same bytes.
 
-use chrono::{DateTime, SecondsFormat, TimeZone, Utc};
-use serde::{Deserialize, Serialize};
+use chrono::{DateTime, Datelike, NaiveDate, SecondsFormat, TimeZone, Timelike, Utc};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::fmt;
 use std::sync::atomic::{AtomicI64, Ordering};
 
 /// A UTC instant with microsecond precision.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(try_from = "String", into = "String")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Timestamp(DateTime<Utc>);
 
 /// A timestamp that is not RFC 3339.
@@ -58,9 +57,84 @@ impl Timestamp {
 
     /// Parses RFC 3339 (any offset; converted to UTC and truncated to microseconds).
     pub fn parse(s: &str) -> Result<Self, TimestampError> {
+        if let Some(t) = Self::parse_canonical(s.as_bytes()) {
+            return Ok(t);
+        }
         DateTime::parse_from_rfc3339(s)
             .map(|d| Self::from_micros(d.with_timezone(&Utc).timestamp_micros()))
             .map_err(|_| TimestampError(s.chars().take(64).collect()))
+    }
+
+    /// The canonical form, `YYYY-MM-DDTHH:MM:SS.ffffffZ`, written without allocating.
+    /// `None` for years outside 0..=9999.
+    fn canonical(&self) -> Option<[u8; 27]> {
+        let d = self.0;
+        let year = u32::try_from(d.year()).ok().filter(|y| *y <= 9999)?;
+        let mut b = *b"0000-00-00T00:00:00.000000Z";
+        let mut put = |at: usize, width: usize, mut v: u32| {
+            for i in (at..at + width).rev() {
+                b[i] = b'0' + (v % 10) as u8;
+                v /= 10;
+            }
+        };
+        put(0, 4, year);
+        put(5, 2, d.month());
+        put(8, 2, d.day());
+        put(11, 2, d.hour());
+        put(14, 2, d.minute());
+        put(17, 2, d.second());
+        put(20, 6, d.timestamp_subsec_micros().min(999_999));
+        Some(b)
+    }
+
+    /// Parses exactly the canonical form (the fast path for files caf wrote).
+    fn parse_canonical(s: &[u8]) -> Option<Self> {
+        if s.len() != 27
+            || s[4] != b'-'
+            || s[7] != b'-'
+            || s[10] != b'T'
+            || s[13] != b':'
+            || s[16] != b':'
+            || s[19] != b'.'
+            || s[26] != b'Z'
+        {
+            return None;
+        }
+        let num = |from: usize, to: usize| -> Option<u32> {
+            s[from..to].iter().try_fold(0u32, |acc, c| {
+                c.is_ascii_digit().then(|| acc * 10 + u32::from(c - b'0'))
+            })
+        };
+        let date =
+            NaiveDate::from_ymd_opt(i32::try_from(num(0, 4)?).ok()?, num(5, 7)?, num(8, 10)?)?;
+        let dt = date.and_hms_micro_opt(num(11, 13)?, num(14, 16)?, num(17, 19)?, num(20, 26)?)?;
+        Some(Self(dt.and_utc()))
+    }
+}
+
+impl Serialize for Timestamp {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self.canonical() {
+            // The buffer holds only ASCII digits and separators.
+            Some(b) => s.serialize_str(std::str::from_utf8(&b).unwrap_or_default()),
+            None => s.serialize_str(&self.to_string()),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Timestamp {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl serde::de::Visitor<'_> for V {
+            type Value = Timestamp;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an RFC 3339 timestamp")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Timestamp, E> {
+                Timestamp::parse(v).map_err(E::custom)
+            }
+        }
+        d.deserialize_str(V)
     }
 }
 
@@ -85,7 +159,10 @@ impl From<Timestamp> for String {
 
 impl fmt::Display for Timestamp {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0.to_rfc3339_opts(SecondsFormat::Micros, true))
+        match self.canonical() {
+            Some(b) => f.write_str(std::str::from_utf8(&b).unwrap_or_default()),
+            None => f.write_str(&self.0.to_rfc3339_opts(SecondsFormat::Micros, true)),
+        }
     }
 }
 
@@ -159,6 +236,30 @@ mod tests {
         let t = Timestamp::parse("2025-02-05T22:20:00.123456789+01:00").unwrap();
         assert_eq!(t.to_string(), "2025-02-05T21:20:00.123456Z");
         assert!(Timestamp::parse("yesterday").is_err());
+    }
+
+    #[test]
+    fn fast_paths_agree_with_chrono() {
+        for micros in [
+            0,
+            1,
+            999_999,
+            1_738_790_400_123_456,
+            253_402_300_799_999_999,
+            -1,
+            -62_135_596_800_000_000,
+        ] {
+            let t = Timestamp::from_micros(micros);
+            let chrono = t.0.to_rfc3339_opts(SecondsFormat::Micros, true);
+            assert_eq!(t.to_string(), chrono, "{micros}");
+            assert_eq!(Timestamp::parse(&chrono), Ok(t));
+            let json = serde_json::to_string(&t).unwrap();
+            assert_eq!(json, format!("\"{chrono}\""));
+            assert_eq!(serde_json::from_str::<Timestamp>(&json).unwrap(), t);
+        }
+        assert!(Timestamp::parse("2025-02-30T00:00:00.000000Z").is_err());
+        assert!(Timestamp::parse("2025-02-03T24:00:00.000000Z").is_err());
+        assert!(serde_json::from_str::<Timestamp>("17").is_err());
     }
 
     #[test]

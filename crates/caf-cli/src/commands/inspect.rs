@@ -98,11 +98,7 @@ fn print_view(c: &Checkpoint, size: u64, version: &str, last: usize) {
     });
     field(&mut o, "Parent", format!("{parent}{branch}"));
     let total = p.total_steps.map_or(String::new(), |t| {
-        let pct = if t == 0 {
-            100
-        } else {
-            p.step_number.min(t) * 100 / t
-        };
+        let pct = (p.step_number.min(t) * 100).checked_div(t).unwrap_or(100);
         format!("/{t} ({pct}%)")
     });
     let remaining = if p.pending_steps.is_empty() {

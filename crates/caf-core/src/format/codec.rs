@@ -63,17 +63,24 @@ impl Write for HashWriter {
     }
 }
 
-/// The integrity string of a document value (its `integrity` member, if any, is ignored).
+/// The integrity string of a document value: `sha256:` + the hex SHA-256 of its canonical form
+/// (compact JSON, keys sorted). An `integrity` member, if present, is left out.
 pub fn integrity_of(doc: &Value) -> String {
-    let mut h = HashWriter(Sha256::new());
     match doc {
         Value::Object(map) if map.contains_key("integrity") => {
             let mut m = map.clone();
             m.remove("integrity");
-            write_compact(&mut h, &Value::Object(m));
+            digest_of(&Value::Object(m))
         }
-        other => write_compact(&mut h, other),
+        other => digest_of(other),
     }
+}
+
+/// `sha256:` + the hex SHA-256 of the compact serialization of `v`.
+fn digest_of<T: serde::Serialize + ?Sized>(v: &T) -> String {
+    let mut h = HashWriter(Sha256::new());
+    // Writing into a hasher cannot fail, and our values always serialize.
+    let _ = serde_json::to_writer(&mut h, v);
     let digest = h.0.finalize();
     let mut out = String::with_capacity(7 + 64);
     out.push_str("sha256:");
@@ -86,9 +93,42 @@ pub fn integrity_of(doc: &Value) -> String {
 
 const HEX: &[u8; 16] = b"0123456789abcdef";
 
-fn write_compact(w: &mut HashWriter, v: &Value) {
-    // Writing into a hasher cannot fail, and a Value always serializes.
-    let _ = serde_json::to_writer(w, v);
+/// The document as written: the checkpoint's members plus `integrity`, in sorted key order
+/// (every model type declares its fields alphabetically by JSON name, and maps are sorted).
+#[derive(serde::Serialize)]
+struct Doc<'a> {
+    #[serde(rename = "$schema")]
+    schema: &'a str,
+    agent_id: &'a str,
+    execution_id: &'a crate::ExecutionId,
+    #[serde(skip_serializing_if = "serde_json::Map::is_empty")]
+    extensions: &'a super::JsonObject,
+    id: &'a crate::CheckpointId,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    integrity: Option<&'a str>,
+    metadata: &'a super::Metadata,
+    parent_id: &'a Option<crate::CheckpointId>,
+    snapshot: &'a super::Snapshot,
+    timestamp: &'a crate::Timestamp,
+    version: &'a str,
+}
+
+impl<'a> Doc<'a> {
+    fn of(c: &'a Checkpoint) -> Self {
+        Self {
+            schema: &c.schema,
+            agent_id: &c.agent_id,
+            execution_id: &c.execution_id,
+            extensions: &c.extensions,
+            id: &c.id,
+            integrity: None,
+            metadata: &c.metadata,
+            parent_id: &c.parent_id,
+            snapshot: &c.snapshot,
+            timestamp: &c.timestamp,
+            version: &c.version,
+        }
+    }
 }
 
 /// Checks what the type system cannot: values the schema would refuse.
@@ -105,7 +145,10 @@ pub fn check(ckpt: &Checkpoint) -> Result<(), EncodeError> {
             "only the current format version can be written",
         );
     }
-    if ckpt.agent_id.is_empty() || ckpt.agent_id.len() > 256 {
+    if ckpt.schema.is_empty() || ckpt.schema.chars().count() > 512 {
+        return bad("/$schema".into(), "$schema must be 1 to 512 characters");
+    }
+    if ckpt.agent_id.is_empty() || ckpt.agent_id.chars().count() > 256 {
         return bad("/agent_id".into(), "agent id must be 1 to 256 characters");
     }
     let years_ok =
@@ -117,6 +160,12 @@ pub fn check(ckpt: &Checkpoint) -> Result<(), EncodeError> {
     if md.name.as_ref().is_some_and(|n| n.chars().count() > 256) {
         return bad("/metadata/name".into(), "name longer than 256 characters");
     }
+    if !is_snake_word(md.checkpoint_reason.as_str()) {
+        return bad(
+            "/metadata/checkpoint_reason".into(),
+            "checkpoint reason must be a snake_case word",
+        );
+    }
     for (i, l) in md.labels.iter().enumerate() {
         if l.is_empty() || l.chars().count() > 128 || md.labels[..i].contains(l) {
             return bad(
@@ -125,13 +174,24 @@ pub fn check(ckpt: &Checkpoint) -> Result<(), EncodeError> {
             );
         }
     }
+    let chain = &ckpt.snapshot.thought_chain;
+    if chain
+        .current_thought_id
+        .as_ref()
+        .is_some_and(String::is_empty)
+    {
+        return bad(
+            "/snapshot/thought_chain/current_thought_id".into(),
+            "current thought id must not be empty",
+        );
+    }
     for (i, t) in ckpt.snapshot.thought_chain.thoughts.iter().enumerate() {
         let p = |f: &str| format!("/snapshot/thought_chain/thoughts/{i}/{f}");
         if !is_snake_word(&t.kind) {
             return bad(p("type"), "thought type must be a snake_case word");
         }
-        if t.id.is_empty() || t.id.len() > 256 {
-            return bad(p("id"), "thought id must be 1 to 256 bytes");
+        if t.id.is_empty() || t.id.chars().count() > 256 {
+            return bad(p("id"), "thought id must be 1 to 256 characters");
         }
         if t.confidence.is_some_and(|c| !(0.0..=1.0).contains(&c)) {
             return bad(p("confidence"), "confidence must be a number from 0 to 1");
@@ -139,31 +199,92 @@ pub fn check(ckpt: &Checkpoint) -> Result<(), EncodeError> {
         if !years_ok(&t.created_at) {
             return bad(p("created_at"), "year outside 0000-9999");
         }
+        if t.parent_id
+            .as_ref()
+            .is_some_and(|id| id.is_empty() || id.chars().count() > 256)
+        {
+            return bad(
+                p("parent_id"),
+                "parent thought id must be 1 to 256 characters",
+            );
+        }
+        if let Some(j) = t.children.iter().position(String::is_empty) {
+            return bad(
+                p(&format!("children/{j}")),
+                "child thought ids must not be empty",
+            );
+        }
     }
     for (i, c) in ckpt.snapshot.tool_state.calls.iter().enumerate() {
         let p = |f: &str| format!("/snapshot/tool_state/calls/{i}/{f}");
-        if c.id.is_empty() || c.id.len() > 256 {
-            return bad(p("id"), "tool call id must be 1 to 256 bytes");
+        if c.id.is_empty() || c.id.chars().count() > 256 {
+            return bad(p("id"), "tool call id must be 1 to 256 characters");
         }
         if c.tool_id.is_empty() || c.tool_id.chars().count() > 256 {
             return bad(p("tool_id"), "tool id must be 1 to 256 characters");
+        }
+        for (f, t) in [
+            ("started_at", &c.started_at),
+            ("completed_at", &c.completed_at),
+        ] {
+            if t.as_ref().is_some_and(|t| !years_ok(t)) {
+                return bad(p(f), "year outside 0000-9999");
+            }
+        }
+    }
+    let tools = &ckpt.snapshot.tool_state;
+    if tools.last_call_id.as_ref().is_some_and(String::is_empty) {
+        return bad(
+            "/snapshot/tool_state/last_call_id".into(),
+            "last call id must not be empty",
+        );
+    }
+    for (i, s) in ckpt.snapshot.progress.completed_steps.iter().enumerate() {
+        if !years_ok(&s.completed_at) {
+            return bad(
+                format!("/snapshot/progress/completed_steps/{i}/completed_at"),
+                "year outside 0000-9999",
+            );
         }
     }
     Ok(())
 }
 
-/// Encodes a checkpoint as its file bytes (deterministic, with integrity).
+/// How deeply arrays and objects nest in JSON text (as [`parse`] counts: the root object is 1).
+fn nesting_depth(json: &[u8]) -> usize {
+    let (mut depth, mut max, mut in_string, mut escaped) = (0usize, 0usize, false, false);
+    for &b in json {
+        if in_string {
+            if escaped {
+                escaped = false;
+            } else if b == b'\\' {
+                escaped = true;
+            } else if b == b'"' {
+                in_string = false;
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'{' | b'[' => {
+                depth += 1;
+                max = max.max(depth);
+            }
+            b'}' | b']' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    max
+}
+
+/// Encodes a checkpoint as its file bytes: deterministic (keys sorted, two-space indent, a
+/// trailing newline) with an `integrity` member over the canonical content.
 pub fn encode(ckpt: &Checkpoint) -> Result<Vec<u8>, EncodeError> {
     check(ckpt)?;
-    let mut doc = serde_json::to_value(ckpt).map_err(|e| EncodeError::Invalid {
-        pointer: String::new(),
-        message: e.to_string(),
-    })?;
-    let integrity = integrity_of(&doc);
-    if let Value::Object(m) = &mut doc {
-        m.insert("integrity".into(), Value::String(integrity));
-    }
-    let mut out = Vec::with_capacity(4096);
+    let mut doc = Doc::of(ckpt);
+    let integrity = digest_of(&doc);
+    doc.integrity = Some(&integrity);
+    let mut out = Vec::with_capacity(16 * 1024);
     let mut ser = serde_json::Serializer::with_formatter(
         &mut out,
         serde_json::ser::PrettyFormatter::with_indent(b"  "),
@@ -173,6 +294,13 @@ pub fn encode(ckpt: &Checkpoint) -> Result<Vec<u8>, EncodeError> {
         message: e.to_string(),
     })?;
     out.push(b'\n');
+    let max_depth = Limits::default().max_depth;
+    if nesting_depth(&out) > max_depth {
+        return Err(EncodeError::Invalid {
+            pointer: String::new(),
+            message: format!("nesting deeper than {max_depth} levels, which caf refuses to read"),
+        });
+    }
     Ok(out)
 }
 
@@ -227,22 +355,19 @@ pub fn decode_value(mut doc: Value) -> Result<Decoded, LoadError> {
             violations,
         });
     }
+    let stored = match &mut doc {
+        Value::Object(m) => m.remove("integrity"),
+        _ => None,
+    };
     if version >= semver::Version::new(1, 0, 0) {
-        let stored = doc
-            .get("integrity")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string();
-        let actual = integrity_of(&doc);
+        let stored = stored.as_ref().and_then(Value::as_str).unwrap_or_default();
+        let actual = digest_of(&doc);
         if stored != actual {
             return Err(LoadError::Corrupted {
-                expected: stored,
+                expected: stored.to_string(),
                 actual,
             });
         }
-    }
-    if let Value::Object(m) = &mut doc {
-        m.remove("integrity");
     }
     let doc = migrate::to_current(&version, doc)?;
     let checkpoint: Checkpoint = serde_json::from_value(doc).map_err(|e| LoadError::Invalid {
@@ -256,4 +381,186 @@ pub fn decode_value(mut doc: Value) -> Result<Decoded, LoadError> {
         checkpoint,
         source_version,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::{
+        Branch, CheckpointReason, CompletedStep, Context, Metadata, Progress, Snapshot, Thought,
+        ThoughtChain, ToolCall, ToolState, ToolStatus,
+    };
+    use crate::{CheckpointId, ExecutionId, Timestamp};
+    use serde_json::json;
+
+    fn obj(v: Value) -> super::super::JsonObject {
+        v.as_object().cloned().unwrap_or_default()
+    }
+
+    /// A checkpoint with every optional field set.
+    fn full() -> Checkpoint {
+        let t = Timestamp::from_micros(1_738_790_400_123_456);
+        Checkpoint {
+            schema: schema::SCHEMA_URL_1_0_0.into(),
+            version: CURRENT_VERSION.into(),
+            id: CheckpointId::new("ckpt_full").unwrap(),
+            parent_id: Some(CheckpointId::new("ckpt_parent").unwrap()),
+            execution_id: ExecutionId::new("exec_1").unwrap(),
+            agent_id: "agent".into(),
+            timestamp: t,
+            metadata: Metadata {
+                step_number: 2,
+                tokens_used: 10,
+                duration_ms: 5,
+                checkpoint_reason: CheckpointReason::Other("custom_reason".into()),
+                name: Some("n".into()),
+                description: Some("d".into()),
+                labels: vec!["b".into(), "a".into()],
+                agent_name: Some("Agent".into()),
+                branch: Some(Branch {
+                    reason: Some("try".into()),
+                }),
+                extensions: obj(json!({"z": 1, "a": [1, {"y": 2, "x": 3}]})),
+            },
+            snapshot: Snapshot {
+                thought_chain: ThoughtChain {
+                    current_thought_id: Some("th_1".into()),
+                    thoughts: vec![Thought {
+                        id: "th_1".into(),
+                        kind: "reasoning".into(),
+                        content: "é \u{0} \"q\"\n".into(),
+                        confidence: Some(0.85),
+                        parent_id: Some("th_0".into()),
+                        created_at: t,
+                        reasoning: Some("why".into()),
+                        alternatives: vec![json!({"option": "x"})],
+                        children: vec!["th_2".into()],
+                        metadata: obj(json!({"model": "m"})),
+                        extensions: obj(json!({"old": true})),
+                    }],
+                },
+                context: Context {
+                    variables: obj(json!({"b": 1, "a": 2.5})),
+                    state: obj(json!({"k": null})),
+                    history: vec![json!(1)],
+                    messages: vec![json!({"role": "user", "content": "hi"})],
+                    memory: vec![json!({"key": "k"})],
+                },
+                tool_state: ToolState {
+                    calls: vec![ToolCall {
+                        id: "call_1".into(),
+                        tool_id: "search".into(),
+                        args: json!({"q": "x"}),
+                        status: ToolStatus::Completed,
+                        result: Some(json!([1, 2])),
+                        success: Some(true),
+                        error: Some("none".into()),
+                        started_at: Some(t),
+                        completed_at: Some(t),
+                        duration_ms: Some(3),
+                        extensions: obj(json!({"e": 1})),
+                    }],
+                    results: obj(json!({"search": [1, 2]})),
+                    last_call_id: Some("call_1".into()),
+                },
+                progress: Progress {
+                    step_number: 2,
+                    total_steps: Some(3),
+                    iterations_completed: 1,
+                    completed_steps: vec![CompletedStep {
+                        name: "a".into(),
+                        result: Some(json!("r")),
+                        duration_ms: Some(1),
+                        completed_at: t,
+                    }],
+                    pending_steps: vec!["b".into()],
+                },
+            },
+            extensions: obj(json!({"x_custom": {"note": "kept"}})),
+        }
+    }
+
+    #[test]
+    fn json_objects_keep_keys_sorted() {
+        // Canonical form relies on serde_json's Map being a BTreeMap (no `preserve_order`).
+        let v: Value = serde_json::from_str(r#"{"b":1,"a":{"d":1,"c":2}}"#).unwrap();
+        assert_eq!(v.to_string(), r#"{"a":{"c":2,"d":1},"b":1}"#);
+    }
+
+    #[test]
+    fn encoding_is_canonical_and_round_trips() {
+        let c = full();
+        let bytes = encode(&c).unwrap();
+        assert!(bytes.ends_with(b"}\n"));
+        // Writing through a sorted Value gives the same bytes: the struct order is sorted.
+        let doc: Value = serde_json::from_slice(&bytes).unwrap();
+        let mut resorted = serde_json::to_vec_pretty(&doc).unwrap();
+        resorted.push(b'\n');
+        assert_eq!(
+            String::from_utf8(bytes.clone()).unwrap(),
+            String::from_utf8(resorted).unwrap()
+        );
+        // And the integrity is the digest of the sorted compact form without it.
+        assert_eq!(doc["integrity"].as_str().unwrap(), integrity_of(&doc));
+        let d = decode(&bytes, &Limits::default()).unwrap();
+        assert_eq!(d.checkpoint, c);
+        assert_eq!(d.source_version, "1.0.0");
+        assert_eq!(encode(&d.checkpoint).unwrap(), bytes);
+    }
+
+    #[test]
+    fn a_changed_byte_is_reported_as_corruption() {
+        let bytes = encode(&full()).unwrap();
+        let text = String::from_utf8(bytes)
+            .unwrap()
+            .replace("\"why\"", "\"who\"");
+        match decode(text.as_bytes(), &Limits::default()) {
+            Err(LoadError::Corrupted { .. }) => {}
+            other => panic!("expected Corrupted, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn key_order_in_the_file_does_not_matter() {
+        let bytes = encode(&full()).unwrap();
+        let doc: Value = serde_json::from_slice(&bytes).unwrap();
+        // Re-emit with keys in reverse order: same content, same checksum.
+        fn reversed(v: &Value) -> String {
+            match v {
+                Value::Object(m) => {
+                    let items: Vec<String> = m
+                        .iter()
+                        .rev()
+                        .map(|(k, v)| format!("{}:{}", Value::String(k.clone()), reversed(v)))
+                        .collect();
+                    format!("{{{}}}", items.join(","))
+                }
+                Value::Array(a) => {
+                    format!("[{}]", a.iter().map(reversed).collect::<Vec<_>>().join(","))
+                }
+                other => other.to_string(),
+            }
+        }
+        let shuffled = reversed(&doc);
+        assert_ne!(shuffled.as_bytes(), &bytes[..]);
+        assert_eq!(
+            decode(shuffled.as_bytes(), &Limits::default())
+                .unwrap()
+                .checkpoint,
+            full()
+        );
+    }
+
+    #[test]
+    fn check_refuses_what_the_schema_refuses() {
+        let mut c = full();
+        c.snapshot.thought_chain.thoughts[0].confidence = Some(f64::NAN);
+        assert!(encode(&c).is_err());
+        let mut c = full();
+        c.metadata.labels = vec!["a".into(), "a".into()];
+        assert!(encode(&c).is_err());
+        let mut c = full();
+        c.snapshot.thought_chain.thoughts[0].kind = "Not Snake".into();
+        assert!(encode(&c).is_err());
+    }
 }

@@ -41,16 +41,12 @@ enum Stop {
     TooDeep,
 }
 
+/// Parser state. The path to an error is collected while the error unwinds (each container
+/// adds its segment), so the happy path does no bookkeeping.
 struct State {
-    path: Vec<String>,
-    stop: Option<(Stop, String)>,
+    stop: Option<Stop>,
+    unwind: Vec<String>,
     max_depth: usize,
-}
-
-impl State {
-    fn pointer(&self) -> String {
-        pointer_of(&self.path)
-    }
 }
 
 /// Formats path segments as a JSON Pointer (RFC 6901): `""` for the root.
@@ -81,14 +77,20 @@ impl Seed<'_> {
         let depth = self.depth + 1;
         let mut st = self.state.borrow_mut();
         if depth > st.max_depth {
-            let p = st.pointer();
-            st.stop = Some((Stop::TooDeep, p));
+            st.stop = Some(Stop::TooDeep);
             return Err(E::custom("nesting too deep"));
         }
         Ok(Seed {
             state: self.state,
             depth,
         })
+    }
+
+    fn unwinding<T, E>(self, r: Result<T, E>, segment: impl FnOnce() -> String) -> Result<T, E> {
+        if r.is_err() {
+            self.state.borrow_mut().unwind.push(segment());
+        }
+        r
     }
 }
 
@@ -127,10 +129,8 @@ impl<'de> Visitor<'de> for Seed<'_> {
         let inner = self.enter()?;
         let mut out = Vec::new();
         loop {
-            self.state.borrow_mut().path.push(out.len().to_string());
-            let next = seq.next_element_seed(inner)?;
-            self.state.borrow_mut().path.pop();
-            match next {
+            let next = seq.next_element_seed(inner);
+            match self.unwinding(next, || out.len().to_string())? {
                 Some(v) => out.push(v),
                 None => return Ok(Value::Array(out)),
             }
@@ -142,14 +142,11 @@ impl<'de> Visitor<'de> for Seed<'_> {
         let mut out = Map::new();
         while let Some(key) = map.next_key::<String>()? {
             if out.contains_key(&key) {
-                let mut st = self.state.borrow_mut();
-                let p = st.pointer();
-                st.stop = Some((Stop::Duplicate(key), p));
+                self.state.borrow_mut().stop = Some(Stop::Duplicate(key));
                 return Err(de::Error::custom("duplicate key"));
             }
-            self.state.borrow_mut().path.push(key.clone());
-            let v = map.next_value_seed(inner)?;
-            self.state.borrow_mut().path.pop();
+            let v = map.next_value_seed(inner);
+            let v = self.unwinding(v, || key.clone())?;
             out.insert(key, v);
         }
         Ok(Value::Object(out))
@@ -160,8 +157,8 @@ impl<'de> Visitor<'de> for Seed<'_> {
 /// `max_depth` (arrays and objects count one level each).
 pub fn parse_strict(bytes: &[u8], max_depth: usize) -> Result<Value, StrictError> {
     let state = RefCell::new(State {
-        path: Vec::new(),
         stop: None,
+        unwind: Vec::new(),
         max_depth,
     });
     let mut de = serde_json::Deserializer::from_slice(bytes);
@@ -174,9 +171,12 @@ pub fn parse_strict(bytes: &[u8], max_depth: usize) -> Result<Value, StrictError
         Ok(v) => Ok(v),
         Err(e) => {
             let st = state.into_inner();
+            let mut path = st.unwind;
+            path.reverse();
+            let pointer = pointer_of(&path);
             Err(match st.stop {
-                Some((Stop::Duplicate(key), pointer)) => StrictError::DuplicateKey { pointer, key },
-                Some((Stop::TooDeep, pointer)) => StrictError::TooDeep { pointer, max_depth },
+                Some(Stop::Duplicate(key)) => StrictError::DuplicateKey { pointer, key },
+                Some(Stop::TooDeep) => StrictError::TooDeep { pointer, max_depth },
                 None => {
                     let full = e.to_string();
                     let message = full
@@ -187,7 +187,7 @@ pub fn parse_strict(bytes: &[u8], max_depth: usize) -> Result<Value, StrictError
                         message,
                         line: e.line(),
                         column: e.column(),
-                        pointer: pointer_of(&st.path),
+                        pointer,
                     }
                 }
             })

@@ -19,7 +19,17 @@ fn is_empty_object(m: &JsonObject) -> bool {
     m.is_empty()
 }
 
+/// Deserializes a present value as `Some`, `null` included (with `#[serde(default)]`, only an
+/// absent member is `None`), so that a result of `null` survives a round trip.
+pub(crate) fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
+    Value::deserialize(d).map(Some)
+}
+
 /// One self-contained checkpoint: who, when, why, and the whole runtime state.
+///
+/// Fields of every type in this module are declared in the alphabetical order of their JSON
+/// names, so that serializing a value writes its keys sorted: the canonical order that the
+/// integrity checksum is computed over (see [`crate::format::encode`]).
 ///
 /// The integrity checksum is not a field: [`crate::format::encode`] computes it when the
 /// checkpoint is written and [`crate::format::decode`] verifies it when it is read.
@@ -29,58 +39,58 @@ pub struct Checkpoint {
     /// The URL of the JSON Schema the document conforms to.
     #[serde(rename = "$schema")]
     pub schema: String,
-    /// The format version (semver), `1.0.0` for this type.
-    pub version: String,
-    /// This checkpoint's id.
-    pub id: CheckpointId,
-    /// The previous checkpoint of the same execution (or the checkpoint this one was forked
-    /// from), `null` for the first one.
-    pub parent_id: Option<CheckpointId>,
-    /// The execution (one run of an agent on a task) this checkpoint belongs to.
-    pub execution_id: ExecutionId,
     /// The agent that ran the execution.
     pub agent_id: String,
-    /// When the checkpoint was taken.
-    pub timestamp: Timestamp,
-    /// Why, how far, and at what cost.
-    pub metadata: Metadata,
-    /// The four parts of the runtime state.
-    pub snapshot: Snapshot,
+    /// The execution (one run of an agent on a task) this checkpoint belongs to.
+    pub execution_id: ExecutionId,
     /// Fields of an older format that have no place in this one, kept verbatim.
     #[serde(default, skip_serializing_if = "is_empty_object")]
     pub extensions: JsonObject,
+    /// This checkpoint's id.
+    pub id: CheckpointId,
+    /// Why, how far, and at what cost.
+    pub metadata: Metadata,
+    /// The previous checkpoint of the same execution (or the checkpoint this one was forked
+    /// from), `null` for the first one.
+    pub parent_id: Option<CheckpointId>,
+    /// The four parts of the runtime state.
+    pub snapshot: Snapshot,
+    /// When the checkpoint was taken.
+    pub timestamp: Timestamp,
+    /// The format version (semver), `1.0.0` for this type.
+    pub version: String,
 }
 
 /// Checkpoint metadata: progress counters, cost, the reason and human labels.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Metadata {
-    /// The step the agent had reached (a copy of `snapshot.progress.step_number`).
-    pub step_number: u64,
-    /// Tokens used by the execution so far (cumulative).
-    pub tokens_used: u64,
-    /// Milliseconds since the execution started.
-    pub duration_ms: u64,
-    /// Why the checkpoint was taken.
-    pub checkpoint_reason: CheckpointReason,
-    /// A human name, e.g. `before-refactor`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub name: Option<String>,
-    /// A longer human description.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub description: Option<String>,
-    /// Free labels for filtering (`caf list --label`).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub labels: Vec<String>,
     /// The agent's display name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent_name: Option<String>,
     /// Set when this checkpoint starts a branch (a fork of its parent's execution).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub branch: Option<Branch>,
+    /// Why the checkpoint was taken.
+    pub checkpoint_reason: CheckpointReason,
+    /// A longer human description.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Milliseconds since the execution started.
+    pub duration_ms: u64,
     /// Unknown metadata of an older format, kept verbatim.
     #[serde(default, skip_serializing_if = "is_empty_object")]
     pub extensions: JsonObject,
+    /// Free labels for filtering (`caf list --label`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub labels: Vec<String>,
+    /// A human name, e.g. `before-refactor`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// The step the agent had reached (a copy of `snapshot.progress.step_number`).
+    pub step_number: u64,
+    /// Tokens used by the execution so far (cumulative).
+    pub tokens_used: u64,
 }
 
 /// Branch information for a checkpoint that starts a fork.
@@ -214,14 +224,14 @@ impl fmt::Display for CheckpointReason {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Snapshot {
-    /// What the agent thought.
-    pub thought_chain: ThoughtChain,
     /// What the agent knows.
     pub context: Context,
-    /// What the agent did with tools.
-    pub tool_state: ToolState,
     /// How far the agent is, and what remains.
     pub progress: Progress,
+    /// What the agent thought.
+    pub thought_chain: ThoughtChain,
+    /// What the agent did with tools.
+    pub tool_state: ToolState,
 }
 
 /// The ordered chain of thoughts.
@@ -239,54 +249,54 @@ pub struct ThoughtChain {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Thought {
-    /// Unique within the execution.
-    pub id: String,
-    /// `reasoning`, `observation`, `action`, `planning`, `reflection`, `decision`, … (snake_case).
-    #[serde(rename = "type")]
-    pub kind: String,
-    /// The text of the thought.
-    pub content: String,
-    /// How sure the agent was, 0 to 1.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub confidence: Option<f64>,
-    /// The thought this one follows from.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub parent_id: Option<String>,
-    /// When the thought was created.
-    pub created_at: Timestamp,
-    /// Why the agent thought it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reasoning: Option<String>,
     /// Options the agent considered and rejected (free-form objects).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub alternatives: Vec<Value>,
     /// Ids of the thoughts that follow from this one.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub children: Vec<String>,
-    /// Free-form data about the thought (model, token counts, …).
-    #[serde(default, skip_serializing_if = "is_empty_object")]
-    pub metadata: JsonObject,
+    /// How sure the agent was, 0 to 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confidence: Option<f64>,
+    /// The text of the thought.
+    pub content: String,
+    /// When the thought was created.
+    pub created_at: Timestamp,
     /// Unknown fields of an older format, kept verbatim.
     #[serde(default, skip_serializing_if = "is_empty_object")]
     pub extensions: JsonObject,
+    /// Unique within the execution.
+    pub id: String,
+    /// Free-form data about the thought (model, token counts, …).
+    #[serde(default, skip_serializing_if = "is_empty_object")]
+    pub metadata: JsonObject,
+    /// The thought this one follows from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_id: Option<String>,
+    /// Why the agent thought it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning: Option<String>,
+    /// `reasoning`, `observation`, `action`, `planning`, `reflection`, `decision`, … (snake_case).
+    #[serde(rename = "type")]
+    pub kind: String,
 }
 
 /// The agent's working context.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Context {
-    /// Named variables.
-    pub variables: JsonObject,
-    /// Free-form structured state.
-    pub state: JsonObject,
     /// An append-only history of events or notes.
     pub history: Vec<Value>,
-    /// The conversation (`{role, content, …}` objects).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub messages: Vec<Value>,
     /// Long-lived memory entries (`{key, value, importance, …}` objects).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub memory: Vec<Value>,
+    /// The conversation (`{role, content, …}` objects).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub messages: Vec<Value>,
+    /// Free-form structured state.
+    pub state: JsonObject,
+    /// Named variables.
+    pub variables: JsonObject,
 }
 
 /// Tool calls and their results.
@@ -295,11 +305,11 @@ pub struct Context {
 pub struct ToolState {
     /// Every call, in the order it was made.
     pub calls: Vec<ToolCall>,
-    /// The latest successful result of each tool, keyed by tool id.
-    pub results: JsonObject,
     /// The id of the last call made.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_call_id: Option<String>,
+    /// The latest successful result of each tool, keyed by tool id.
+    pub results: JsonObject,
 }
 
 /// Where a tool call is in its life.
@@ -340,69 +350,77 @@ impl ToolStatus {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ToolCall {
-    /// Unique within the execution.
-    pub id: String,
-    /// Which tool was called.
-    pub tool_id: String,
     /// The arguments (free-form).
     pub args: Value,
-    /// Where the call is in its life.
-    pub status: ToolStatus,
-    /// The result, once completed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub result: Option<Value>,
-    /// Whether the call succeeded, once finished.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub success: Option<bool>,
-    /// The error message of a failed call.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-    /// When the call started (absent while pending).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub started_at: Option<Timestamp>,
     /// When the call finished.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub completed_at: Option<Timestamp>,
     /// How long the call took.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub duration_ms: Option<u64>,
+    /// The error message of a failed call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
     /// Unknown fields of an older format, kept verbatim.
     #[serde(default, skip_serializing_if = "is_empty_object")]
     pub extensions: JsonObject,
+    /// Unique within the execution.
+    pub id: String,
+    /// The result, once completed (`Some(null)` is a result of `null`).
+    #[serde(
+        default,
+        deserialize_with = "present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub result: Option<Value>,
+    /// When the call started (absent while pending).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<Timestamp>,
+    /// Where the call is in its life.
+    pub status: ToolStatus,
+    /// Whether the call succeeded, once finished.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub success: Option<bool>,
+    /// Which tool was called.
+    pub tool_id: String,
 }
 
 /// Progress through the plan.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Progress {
+    /// The plan steps already done, in order.
+    pub completed_steps: Vec<CompletedStep>,
+    /// Loop iterations completed (agents that loop rather than follow a plan).
+    #[serde(default)]
+    pub iterations_completed: u64,
+    /// The plan steps still to do, in order: the remaining steps on resume.
+    pub pending_steps: Vec<String>,
     /// The number of steps done (the next step to run has this index).
     pub step_number: u64,
     /// How many steps the whole task has, or is estimated to have.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub total_steps: Option<u64>,
-    /// Loop iterations completed (agents that loop rather than follow a plan).
-    #[serde(default)]
-    pub iterations_completed: u64,
-    /// The plan steps already done, in order.
-    pub completed_steps: Vec<CompletedStep>,
-    /// The plan steps still to do, in order: the remaining steps on resume.
-    pub pending_steps: Vec<String>,
 }
 
 /// A plan step that is done.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CompletedStep {
-    /// The step's name (as it stood in `pending_steps`).
-    pub name: String,
-    /// What the step produced.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub result: Option<Value>,
+    /// When it finished.
+    pub completed_at: Timestamp,
     /// How long it took.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub duration_ms: Option<u64>,
-    /// When it finished.
-    pub completed_at: Timestamp,
+    /// The step's name (as it stood in `pending_steps`).
+    pub name: String,
+    /// What the step produced (`Some(null)` is a result of `null`).
+    #[serde(
+        default,
+        deserialize_with = "present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub result: Option<Value>,
 }
 
 impl Checkpoint {

@@ -14,8 +14,8 @@
 
 use super::error::LoadError;
 use super::model::{
-    is_snake_word, Branch, Checkpoint, CheckpointReason, Context, JsonObject, Metadata, Progress,
-    Snapshot, Thought, ThoughtChain, ToolCall, ToolState, ToolStatus,
+    is_snake_word, present, Branch, Checkpoint, CheckpointReason, Context, JsonObject, Metadata,
+    Progress, Snapshot, Thought, ThoughtChain, ToolCall, ToolState, ToolStatus,
 };
 use super::schema::SCHEMA_URL_1_0_0;
 use crate::clock::Timestamp;
@@ -81,7 +81,7 @@ struct SeedToolCall {
     tool_id: String,
     #[serde(default)]
     args: Option<Value>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "present")]
     result: Option<Value>,
     success: Option<bool>,
     error: Option<String>,
@@ -176,6 +176,7 @@ struct TsToolCall {
     tool_id: String,
     arguments: Value,
     status: String,
+    #[serde(default, deserialize_with = "present")]
     result: Option<Value>,
     error: Option<String>,
     duration_ms: Option<f64>,
@@ -238,6 +239,16 @@ fn part<T: for<'de> Deserialize<'de>>(doc: &mut Value, pointer: &str) -> Result<
 fn stash(ext: &mut JsonObject, pointer: &str, extra: Extra) {
     for (k, v) in extra {
         ext.insert(format!("{pointer}/{k}"), v);
+    }
+}
+
+/// A number as the old document most likely wrote it: a whole value as an integer.
+fn number(x: f64) -> Value {
+    if x.fract() == 0.0 && (0.0..9_007_199_254_740_992.0).contains(&x) {
+        // Whole, non-negative and below 2^53: exact as an integer.
+        json!(x as u64)
+    } else {
+        json!(x)
     }
 }
 
@@ -550,7 +561,7 @@ fn from_ts(mut doc: Value, head: Head, mut ext: JsonObject) -> Result<Checkpoint
     if p.duration_ms != md.duration_ms {
         ext.insert(
             "/snapshot/progress/duration_ms".into(),
-            json!(p.duration_ms),
+            number(p.duration_ms),
         );
     }
     if p.step_number != md.step_number {
@@ -673,5 +684,10 @@ pub fn migrate_to_1_0_0(mut doc: Value) -> Result<Value, LoadError> {
     } else {
         from_ts(doc.take(), head, ext)?
     };
+    // Refuse here, with a pointer, what the typed value would fail later without one (e.g. an
+    // epoch-millisecond time beyond the year 9999 that has no RFC 3339 form).
+    super::codec::check(&ckpt).map_err(
+        |super::error::EncodeError::Invalid { pointer, message }| invalid(&pointer, message),
+    )?;
     serde_json::to_value(ckpt).map_err(|e| invalid("", e.to_string()))
 }

@@ -98,7 +98,7 @@ pub fn read_regular_file(path: &Path, max_bytes: u64) -> Result<Vec<u8>> {
         });
     }
     let mut bytes = Vec::with_capacity(usize::try_from(opened.len()).unwrap_or(0));
-    file.take(max_bytes + 1)
+    file.take(max_bytes.saturating_add(1))
         .read_to_end(&mut bytes)
         .map_err(|e| Error::io(path, e))?;
     if bytes.len() as u64 > max_bytes {

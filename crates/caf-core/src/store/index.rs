@@ -22,8 +22,10 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct Entry {
     pub summary: CheckpointSummary,
-    /// The file's modification time (ns since the epoch) when indexed.
-    pub mtime_ns: i128,
+    /// The file's modification time (ns since the epoch) when indexed. An `i64` (good until
+    /// 2262), not an `i128`: serde cannot read 128-bit integers inside the internally tagged
+    /// [`Record`], which made every `put` line of the log unreadable.
+    pub mtime_ns: i64,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -34,11 +36,11 @@ enum Record {
 }
 
 /// The modification time of a file in ns since the epoch (0 if unknown).
-pub(crate) fn mtime_ns(meta: &Metadata) -> i128 {
+pub(crate) fn mtime_ns(meta: &Metadata) -> i64 {
     meta.modified()
         .ok()
         .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-        .map_or(0, |d| i128::try_from(d.as_nanos()).unwrap_or(i128::MAX))
+        .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
 }
 
 #[cfg(unix)]
