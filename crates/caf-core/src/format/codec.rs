@@ -1,18 +1,17 @@
 //! Encoding (typed → bytes) and decoding (bytes → typed) of checkpoint documents.
 //!
 //! Encoding is deterministic: keys sorted, two-space indent, a trailing newline, and an
-//! `integrity` member holding `sha256:` + the hex SHA-256 of the canonical content (the document
-//! without `integrity`, keys sorted, no whitespace). Decoding goes parse (strict) → detect version
-//! → validate against that version's schema → verify integrity → migrate to the current version
-//! → typed value.
+//! `integrity` member over the canonical text (see [`super::integrity`]). Decoding goes parse
+//! (strict) → detect version → validate against that version's schema → verify integrity →
+//! migrate to the current version → typed value.
 
+use super::check::check;
 use super::error::{EncodeError, LoadError};
+use super::integrity;
 use super::json::parse_strict;
-use super::model::{is_snake_word, Checkpoint};
+use super::model::Checkpoint;
 use super::{migrate, schema, CURRENT_VERSION};
 use serde_json::Value;
-use sha2::{Digest, Sha256};
-use std::io::Write;
 
 /// Guard rails applied before a document is trusted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,50 +50,8 @@ impl Decoded {
     }
 }
 
-struct HashWriter(Sha256);
-
-impl Write for HashWriter {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.update(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-/// The integrity string of a document value: `sha256:` + the hex SHA-256 of its canonical form
-/// (compact JSON, keys sorted). An `integrity` member, if present, is left out.
-pub fn integrity_of(doc: &Value) -> String {
-    match doc {
-        Value::Object(map) if map.contains_key("integrity") => {
-            let mut m = map.clone();
-            m.remove("integrity");
-            digest_of(&Value::Object(m))
-        }
-        other => digest_of(other),
-    }
-}
-
-/// `sha256:` + the hex SHA-256 of the compact serialization of `v`.
-fn digest_of<T: serde::Serialize + ?Sized>(v: &T) -> String {
-    let mut h = HashWriter(Sha256::new());
-    // Writing into a hasher cannot fail, and our values always serialize.
-    let _ = serde_json::to_writer(&mut h, v);
-    let digest = h.0.finalize();
-    let mut out = String::with_capacity(7 + 64);
-    out.push_str("sha256:");
-    for b in digest.iter() {
-        out.push(char::from(HEX[usize::from(b >> 4)]));
-        out.push(char::from(HEX[usize::from(b & 15)]));
-    }
-    out
-}
-
-const HEX: &[u8; 16] = b"0123456789abcdef";
-
-/// The document as written: the checkpoint's members plus `integrity`, in sorted key order
-/// (every model type declares its fields alphabetically by JSON name, and maps are sorted).
+/// The document as written, without `integrity`, in sorted key order (every model type declares
+/// its fields alphabetically by JSON name, and maps are sorted).
 #[derive(serde::Serialize)]
 struct Doc<'a> {
     #[serde(rename = "$schema")]
@@ -104,8 +61,6 @@ struct Doc<'a> {
     #[serde(skip_serializing_if = "serde_json::Map::is_empty")]
     extensions: &'a super::JsonObject,
     id: &'a crate::CheckpointId,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    integrity: Option<&'a str>,
     metadata: &'a super::Metadata,
     parent_id: &'a Option<crate::CheckpointId>,
     snapshot: &'a super::Snapshot,
@@ -121,7 +76,6 @@ impl<'a> Doc<'a> {
             execution_id: &c.execution_id,
             extensions: &c.extensions,
             id: &c.id,
-            integrity: None,
             metadata: &c.metadata,
             parent_id: &c.parent_id,
             snapshot: &c.snapshot,
@@ -131,183 +85,26 @@ impl<'a> Doc<'a> {
     }
 }
 
-/// Checks what the type system cannot: values the schema would refuse.
-pub fn check(ckpt: &Checkpoint) -> Result<(), EncodeError> {
-    let bad = |pointer: String, message: &str| {
-        Err(EncodeError::Invalid {
-            pointer,
-            message: message.to_string(),
-        })
-    };
-    if ckpt.version != CURRENT_VERSION {
-        return bad(
-            "/version".into(),
-            "only the current format version can be written",
-        );
-    }
-    if ckpt.schema.is_empty() || ckpt.schema.chars().count() > 512 {
-        return bad("/$schema".into(), "$schema must be 1 to 512 characters");
-    }
-    if ckpt.agent_id.is_empty() || ckpt.agent_id.chars().count() > 256 {
-        return bad("/agent_id".into(), "agent id must be 1 to 256 characters");
-    }
-    let years_ok =
-        |t: &crate::Timestamp| (0..=9999).contains(&chrono::Datelike::year(&t.as_datetime()));
-    if !years_ok(&ckpt.timestamp) {
-        return bad("/timestamp".into(), "year outside 0000-9999");
-    }
-    let md = &ckpt.metadata;
-    if md.name.as_ref().is_some_and(|n| n.chars().count() > 256) {
-        return bad("/metadata/name".into(), "name longer than 256 characters");
-    }
-    if !is_snake_word(md.checkpoint_reason.as_str()) {
-        return bad(
-            "/metadata/checkpoint_reason".into(),
-            "checkpoint reason must be a snake_case word",
-        );
-    }
-    for (i, l) in md.labels.iter().enumerate() {
-        if l.is_empty() || l.chars().count() > 128 || md.labels[..i].contains(l) {
-            return bad(
-                format!("/metadata/labels/{i}"),
-                "labels must be unique, 1 to 128 characters",
-            );
-        }
-    }
-    let chain = &ckpt.snapshot.thought_chain;
-    if chain
-        .current_thought_id
-        .as_ref()
-        .is_some_and(String::is_empty)
-    {
-        return bad(
-            "/snapshot/thought_chain/current_thought_id".into(),
-            "current thought id must not be empty",
-        );
-    }
-    for (i, t) in ckpt.snapshot.thought_chain.thoughts.iter().enumerate() {
-        let p = |f: &str| format!("/snapshot/thought_chain/thoughts/{i}/{f}");
-        if !is_snake_word(&t.kind) {
-            return bad(p("type"), "thought type must be a snake_case word");
-        }
-        if t.id.is_empty() || t.id.chars().count() > 256 {
-            return bad(p("id"), "thought id must be 1 to 256 characters");
-        }
-        if t.confidence.is_some_and(|c| !(0.0..=1.0).contains(&c)) {
-            return bad(p("confidence"), "confidence must be a number from 0 to 1");
-        }
-        if !years_ok(&t.created_at) {
-            return bad(p("created_at"), "year outside 0000-9999");
-        }
-        if t.parent_id
-            .as_ref()
-            .is_some_and(|id| id.is_empty() || id.chars().count() > 256)
-        {
-            return bad(
-                p("parent_id"),
-                "parent thought id must be 1 to 256 characters",
-            );
-        }
-        if let Some(j) = t.children.iter().position(String::is_empty) {
-            return bad(
-                p(&format!("children/{j}")),
-                "child thought ids must not be empty",
-            );
-        }
-    }
-    for (i, c) in ckpt.snapshot.tool_state.calls.iter().enumerate() {
-        let p = |f: &str| format!("/snapshot/tool_state/calls/{i}/{f}");
-        if c.id.is_empty() || c.id.chars().count() > 256 {
-            return bad(p("id"), "tool call id must be 1 to 256 characters");
-        }
-        if c.tool_id.is_empty() || c.tool_id.chars().count() > 256 {
-            return bad(p("tool_id"), "tool id must be 1 to 256 characters");
-        }
-        for (f, t) in [
-            ("started_at", &c.started_at),
-            ("completed_at", &c.completed_at),
-        ] {
-            if t.as_ref().is_some_and(|t| !years_ok(t)) {
-                return bad(p(f), "year outside 0000-9999");
-            }
-        }
-    }
-    let tools = &ckpt.snapshot.tool_state;
-    if tools.last_call_id.as_ref().is_some_and(String::is_empty) {
-        return bad(
-            "/snapshot/tool_state/last_call_id".into(),
-            "last call id must not be empty",
-        );
-    }
-    for (i, s) in ckpt.snapshot.progress.completed_steps.iter().enumerate() {
-        if !years_ok(&s.completed_at) {
-            return bad(
-                format!("/snapshot/progress/completed_steps/{i}/completed_at"),
-                "year outside 0000-9999",
-            );
-        }
-    }
-    Ok(())
-}
-
-/// How deeply arrays and objects nest in JSON text (as [`parse`] counts: the root object is 1).
-fn nesting_depth(json: &[u8]) -> usize {
-    let (mut depth, mut max, mut in_string, mut escaped) = (0usize, 0usize, false, false);
-    for &b in json {
-        if in_string {
-            if escaped {
-                escaped = false;
-            } else if b == b'\\' {
-                escaped = true;
-            } else if b == b'"' {
-                in_string = false;
-            }
-            continue;
-        }
-        match b {
-            b'"' => in_string = true,
-            b'{' | b'[' => {
-                depth += 1;
-                max = max.max(depth);
-            }
-            b'}' | b']' => depth = depth.saturating_sub(1),
-            _ => {}
-        }
-    }
-    max
-}
-
-/// Encodes a checkpoint as its file bytes: deterministic (keys sorted, two-space indent, a
-/// trailing newline) with an `integrity` member over the canonical content.
+/// Encodes a checkpoint as its file bytes: the canonical text (keys sorted, two-space indent,
+/// a trailing newline) with the `integrity` line spliced in at its sorted place.
 pub fn encode(ckpt: &Checkpoint) -> Result<Vec<u8>, EncodeError> {
     check(ckpt)?;
-    let mut doc = Doc::of(ckpt);
-    let integrity = digest_of(&doc);
-    doc.integrity = Some(&integrity);
-    let mut out = Vec::with_capacity(16 * 1024);
-    let mut ser = serde_json::Serializer::with_formatter(
-        &mut out,
-        serde_json::ser::PrettyFormatter::with_indent(b"  "),
-    );
-    serde::Serialize::serialize(&doc, &mut ser).map_err(|e| EncodeError::Invalid {
+    let mut text = Vec::with_capacity(16 * 1024);
+    integrity::write_canonical(&mut text, &Doc::of(ckpt)).map_err(|e| EncodeError::Invalid {
         pointer: String::new(),
         message: e.to_string(),
     })?;
-    out.push(b'\n');
-    let max_depth = Limits::default().max_depth;
-    if nesting_depth(&out) > max_depth {
-        return Err(EncodeError::Invalid {
-            pointer: String::new(),
-            message: format!("nesting deeper than {max_depth} levels, which caf refuses to read"),
-        });
-    }
-    Ok(out)
+    let digest = integrity::digest(&[&text]);
+    integrity::splice(text, &digest).ok_or_else(|| EncodeError::Invalid {
+        pointer: String::new(),
+        message: "canonical text has no top-level metadata member".into(),
+    })
 }
 
 /// Decodes file bytes into a checkpoint of the current format (see the module docs).
 pub fn decode(bytes: &[u8], limits: &Limits) -> Result<Decoded, LoadError> {
     let doc = parse(bytes, limits)?;
-    decode_value(doc)
+    decode_inner(doc, Some(bytes))
 }
 
 /// Parses bytes into a JSON value under the limits, without looking at its content.
@@ -334,7 +131,13 @@ pub fn version_of(doc: &Value) -> Result<semver::Version, LoadError> {
 }
 
 /// Decodes an already parsed document (see [`decode`]).
-pub fn decode_value(mut doc: Value) -> Result<Decoded, LoadError> {
+pub fn decode_value(doc: Value) -> Result<Decoded, LoadError> {
+    decode_inner(doc, None)
+}
+
+/// `text` is the document's bytes when known: it lets integrity be verified without
+/// re-serializing (see [`integrity::verify`]).
+fn decode_inner(mut doc: Value, text: Option<&[u8]>) -> Result<Decoded, LoadError> {
     let version = version_of(&doc)?;
     let source_version = version.to_string();
     let current = migrate::current();
@@ -361,19 +164,10 @@ pub fn decode_value(mut doc: Value) -> Result<Decoded, LoadError> {
     };
     if version >= semver::Version::new(1, 0, 0) {
         let stored = stored.as_ref().and_then(Value::as_str).unwrap_or_default();
-        let actual = digest_of(&doc);
-        if stored != actual {
-            return Err(LoadError::Corrupted {
-                expected: stored.to_string(),
-                actual,
-            });
-        }
+        integrity::verify(&doc, text, stored)?;
     }
     let doc = migrate::to_current(&version, doc)?;
-    let checkpoint: Checkpoint = serde_json::from_value(doc).map_err(|e| LoadError::Invalid {
-        pointer: String::new(),
-        message: e.to_string(),
-    })?;
+    let checkpoint = typed(doc)?;
     check(&checkpoint).map_err(
         |EncodeError::Invalid { pointer, message }| LoadError::Invalid { pointer, message },
     )?;
@@ -381,6 +175,41 @@ pub fn decode_value(mut doc: Value) -> Result<Decoded, LoadError> {
         checkpoint,
         source_version,
     })
+}
+
+/// The typed checkpoint of a valid current-version document. The schema has already passed, so
+/// a failure here is rare (a counter written as `1.0`, say); it is located with a second, slower
+/// pass that tracks the path.
+fn typed(doc: Value) -> Result<Checkpoint, LoadError> {
+    use serde::Deserialize;
+    match Checkpoint::deserialize(&doc) {
+        Ok(c) => Ok(c),
+        Err(e) => {
+            let (pointer, message) = match serde_path_to_error::deserialize::<_, Checkpoint>(&doc) {
+                Err(located) => (
+                    path_pointer(located.path()),
+                    located.into_inner().to_string(),
+                ),
+                Ok(_) => (String::new(), e.to_string()),
+            };
+            Err(LoadError::Invalid { pointer, message })
+        }
+    }
+}
+
+/// A serde path (`snapshot.tool_state.calls[3].duration_ms`) as a JSON Pointer.
+fn path_pointer(path: &serde_path_to_error::Path) -> String {
+    use serde_path_to_error::Segment;
+    let segments: Vec<String> = path
+        .iter()
+        .filter_map(|s| match s {
+            Segment::Seq { index } => Some(index.to_string()),
+            Segment::Map { key } => Some(key.clone()),
+            Segment::Enum { variant } => Some(variant.clone()),
+            Segment::Unknown => None,
+        })
+        .collect();
+    super::json::pointer_of(&segments)
 }
 
 #[cfg(test)]
@@ -501,7 +330,10 @@ mod tests {
             String::from_utf8(resorted).unwrap()
         );
         // And the integrity is the digest of the sorted compact form without it.
-        assert_eq!(doc["integrity"].as_str().unwrap(), integrity_of(&doc));
+        assert_eq!(
+            doc["integrity"].as_str().unwrap(),
+            integrity::of_value(&doc)
+        );
         let d = decode(&bytes, &Limits::default()).unwrap();
         assert_eq!(d.checkpoint, c);
         assert_eq!(d.source_version, "1.0.0");

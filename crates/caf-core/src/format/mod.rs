@@ -1,19 +1,20 @@
 //! The export layer: the checkpoint document, its JSON Schemas, encoding and decoding, and the
 //! migration of older format versions.
 
+mod check;
 mod codec;
 mod error;
+pub mod integrity;
 pub mod json;
 pub mod migrate;
 mod model;
 pub mod schema;
 mod v0;
 
-pub use codec::{
-    check, decode, decode_value, encode, integrity_of, parse, version_of, Decoded, Limits,
-    MAX_DEPTH_CAP,
-};
+pub use check::check;
+pub use codec::{decode, decode_value, encode, parse, version_of, Decoded, Limits, MAX_DEPTH_CAP};
 pub use error::{EncodeError, LoadError, Violation};
+pub use integrity::of_value as integrity_of;
 pub use model::{
     is_snake_word, BadReason, Branch, Checkpoint, CheckpointReason, CompletedStep, Context,
     JsonObject, Metadata, Progress, Snapshot, Thought, ThoughtChain, ToolCall, ToolState,

@@ -686,7 +686,7 @@ pub fn migrate_to_1_0_0(mut doc: Value) -> Result<Value, LoadError> {
     };
     // Refuse here, with a pointer, what the typed value would fail later without one (e.g. an
     // epoch-millisecond time beyond the year 9999 that has no RFC 3339 form).
-    super::codec::check(&ckpt).map_err(
+    super::check::check(&ckpt).map_err(
         |super::error::EncodeError::Invalid { pointer, message }| invalid(&pointer, message),
     )?;
     serde_json::to_value(ckpt).map_err(|e| invalid("", e.to_string()))

@@ -1,0 +1,215 @@
+//! Checks of what the type system cannot express: the values the 1.0.0 schema would refuse.
+//!
+//! `encode` runs them so that caf never writes a file it could not read back, and `decode` runs
+//! them on the typed result as a second line behind the schema.
+
+use super::codec::Limits;
+use super::error::EncodeError;
+use super::model::{is_snake_word, Checkpoint};
+use super::CURRENT_VERSION;
+use serde_json::Value;
+
+/// Checks what the type system cannot: values the schema would refuse.
+pub fn check(ckpt: &Checkpoint) -> Result<(), EncodeError> {
+    check_depth(ckpt)?;
+    let bad = |pointer: String, message: &str| {
+        Err(EncodeError::Invalid {
+            pointer,
+            message: message.to_string(),
+        })
+    };
+    if ckpt.version != CURRENT_VERSION {
+        return bad(
+            "/version".into(),
+            "only the current format version can be written",
+        );
+    }
+    if ckpt.schema.is_empty() || ckpt.schema.chars().count() > 512 {
+        return bad("/$schema".into(), "$schema must be 1 to 512 characters");
+    }
+    if ckpt.agent_id.is_empty() || ckpt.agent_id.chars().count() > 256 {
+        return bad("/agent_id".into(), "agent id must be 1 to 256 characters");
+    }
+    let years_ok =
+        |t: &crate::Timestamp| (0..=9999).contains(&chrono::Datelike::year(&t.as_datetime()));
+    if !years_ok(&ckpt.timestamp) {
+        return bad("/timestamp".into(), "year outside 0000-9999");
+    }
+    let md = &ckpt.metadata;
+    if md.name.as_ref().is_some_and(|n| n.chars().count() > 256) {
+        return bad("/metadata/name".into(), "name longer than 256 characters");
+    }
+    if !is_snake_word(md.checkpoint_reason.as_str()) {
+        return bad(
+            "/metadata/checkpoint_reason".into(),
+            "checkpoint reason must be a snake_case word",
+        );
+    }
+    for (i, l) in md.labels.iter().enumerate() {
+        if l.is_empty() || l.chars().count() > 128 || md.labels[..i].contains(l) {
+            return bad(
+                format!("/metadata/labels/{i}"),
+                "labels must be unique, 1 to 128 characters",
+            );
+        }
+    }
+    let chain = &ckpt.snapshot.thought_chain;
+    if chain
+        .current_thought_id
+        .as_ref()
+        .is_some_and(String::is_empty)
+    {
+        return bad(
+            "/snapshot/thought_chain/current_thought_id".into(),
+            "current thought id must not be empty",
+        );
+    }
+    for (i, t) in ckpt.snapshot.thought_chain.thoughts.iter().enumerate() {
+        let p = |f: &str| format!("/snapshot/thought_chain/thoughts/{i}/{f}");
+        if !is_snake_word(&t.kind) {
+            return bad(p("type"), "thought type must be a snake_case word");
+        }
+        if t.id.is_empty() || t.id.chars().count() > 256 {
+            return bad(p("id"), "thought id must be 1 to 256 characters");
+        }
+        if t.confidence.is_some_and(|c| !(0.0..=1.0).contains(&c)) {
+            return bad(p("confidence"), "confidence must be a number from 0 to 1");
+        }
+        if !years_ok(&t.created_at) {
+            return bad(p("created_at"), "year outside 0000-9999");
+        }
+        if t.parent_id
+            .as_ref()
+            .is_some_and(|id| id.is_empty() || id.chars().count() > 256)
+        {
+            return bad(
+                p("parent_id"),
+                "parent thought id must be 1 to 256 characters",
+            );
+        }
+        if let Some(j) = t.children.iter().position(String::is_empty) {
+            return bad(
+                p(&format!("children/{j}")),
+                "child thought ids must not be empty",
+            );
+        }
+    }
+    for (i, c) in ckpt.snapshot.tool_state.calls.iter().enumerate() {
+        let p = |f: &str| format!("/snapshot/tool_state/calls/{i}/{f}");
+        if c.id.is_empty() || c.id.chars().count() > 256 {
+            return bad(p("id"), "tool call id must be 1 to 256 characters");
+        }
+        if c.tool_id.is_empty() || c.tool_id.chars().count() > 256 {
+            return bad(p("tool_id"), "tool id must be 1 to 256 characters");
+        }
+        for (f, t) in [
+            ("started_at", &c.started_at),
+            ("completed_at", &c.completed_at),
+        ] {
+            if t.as_ref().is_some_and(|t| !years_ok(t)) {
+                return bad(p(f), "year outside 0000-9999");
+            }
+        }
+    }
+    let tools = &ckpt.snapshot.tool_state;
+    if tools.last_call_id.as_ref().is_some_and(String::is_empty) {
+        return bad(
+            "/snapshot/tool_state/last_call_id".into(),
+            "last call id must not be empty",
+        );
+    }
+    for (i, s) in ckpt.snapshot.progress.completed_steps.iter().enumerate() {
+        if !years_ok(&s.completed_at) {
+            return bad(
+                format!("/snapshot/progress/completed_steps/{i}/completed_at"),
+                "year outside 0000-9999",
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Whether `v` nests at most `budget` levels (a scalar is 0, `[]` or `{}` is 1).
+fn fits(v: &Value, budget: usize) -> bool {
+    match v {
+        Value::Array(a) => budget > 0 && a.iter().all(|x| fits(x, budget - 1)),
+        Value::Object(m) => budget > 0 && m.values().all(|x| fits(x, budget - 1)),
+        _ => true,
+    }
+}
+
+/// Refuses free-form values that would nest deeper than readers accept ([`Limits::max_depth`],
+/// counting the document's own levels above each value).
+fn check_depth(c: &Checkpoint) -> Result<(), EncodeError> {
+    let max = Limits::default().max_depth;
+    let mut places: Vec<(String, usize, &Value)> = Vec::new();
+    let mut objects: Vec<(String, usize, &serde_json::Map<String, Value>)> = vec![
+        ("/extensions".into(), 1, &c.extensions),
+        ("/metadata/extensions".into(), 2, &c.metadata.extensions),
+        (
+            "/snapshot/context/variables".into(),
+            3,
+            &c.snapshot.context.variables,
+        ),
+        (
+            "/snapshot/context/state".into(),
+            3,
+            &c.snapshot.context.state,
+        ),
+        (
+            "/snapshot/tool_state/results".into(),
+            3,
+            &c.snapshot.tool_state.results,
+        ),
+    ];
+    for v in &c.snapshot.context.history {
+        places.push(("/snapshot/context/history".into(), 4, v));
+    }
+    for v in &c.snapshot.context.messages {
+        places.push(("/snapshot/context/messages".into(), 4, v));
+    }
+    for v in &c.snapshot.context.memory {
+        places.push(("/snapshot/context/memory".into(), 4, v));
+    }
+    for (i, t) in c.snapshot.thought_chain.thoughts.iter().enumerate() {
+        let p = format!("/snapshot/thought_chain/thoughts/{i}");
+        for v in &t.alternatives {
+            places.push((format!("{p}/alternatives"), 6, v));
+        }
+        objects.push((format!("{p}/metadata"), 5, &t.metadata));
+        objects.push((format!("{p}/extensions"), 5, &t.extensions));
+    }
+    for (i, call) in c.snapshot.tool_state.calls.iter().enumerate() {
+        let p = format!("/snapshot/tool_state/calls/{i}");
+        places.push((format!("{p}/args"), 5, &call.args));
+        if let Some(r) = &call.result {
+            places.push((format!("{p}/result"), 5, r));
+        }
+        objects.push((format!("{p}/extensions"), 5, &call.extensions));
+    }
+    for (i, s) in c.snapshot.progress.completed_steps.iter().enumerate() {
+        if let Some(r) = &s.result {
+            places.push((
+                format!("/snapshot/progress/completed_steps/{i}/result"),
+                5,
+                r,
+            ));
+        }
+    }
+    // An object at depth d holds members at depth d + 1.
+    let too_deep = |pointer: String| EncodeError::Invalid {
+        pointer,
+        message: format!("nesting deeper than {max} levels, which caf refuses to read"),
+    };
+    for (p, base, m) in objects {
+        if !m.values().all(|v| fits(v, max.saturating_sub(base + 1))) {
+            return Err(too_deep(p));
+        }
+    }
+    for (p, base, v) in places {
+        if !fits(v, max.saturating_sub(base)) {
+            return Err(too_deep(p));
+        }
+    }
+    Ok(())
+}
