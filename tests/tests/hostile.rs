@@ -208,8 +208,8 @@ pub mod cases {
         HostileCase { file: "version-empty.json", expect: Expect::MalformedVersion, mentions: "/version", what: "`\"version\": \"\"`", make: || with_version(json!("")) },
         HostileCase { file: "version-9.9.9-newer-major.json", expect: Expect::NewerVersion, mentions: "9.9.9 is newer than the newest this caf supports (1.0.0)", what: "a newer major version: refused, naming both versions", make: || with_version(json!("9.9.9")) },
         HostileCase { file: "version-2.0.0-next-major.json", expect: Expect::NewerVersion, mentions: "2.0.0", what: "the next major version", make: || with_version(json!("2.0.0")) },
-        HostileCase { file: "version-1.7.0-newer-minor.json", expect: Expect::UnknownVersion, mentions: "unknown format version 1.7.0; known versions: 0.0.1, 1.0.0", what: "a newer minor version of the current major: refused as unknown (caf has no schema for it)", make: || with_version(json!("1.7.0")) },
-        HostileCase { file: "version-1.0.1-unknown-patch.json", expect: Expect::UnknownVersion, mentions: "1.0.1", what: "a patch version caf does not know", make: || with_version(json!("1.0.1")) },
+        HostileCase { file: "version-1.7.0-newer-minor.json", expect: Expect::NewerVersion, mentions: "format version 1.7.0 is newer than the newest this caf supports (1.0.0)", what: "a newer minor version of the current major: refused like a newer major (caf would drop what it does not understand)", make: || with_version(json!("1.7.0")) },
+        HostileCase { file: "version-1.0.1-unknown-patch.json", expect: Expect::NewerVersion, mentions: "1.0.1 is newer", what: "a newer patch version: refused as newer", make: || with_version(json!("1.0.1")) },
         HostileCase { file: "version-0.5.0-unknown-older.json", expect: Expect::UnknownVersion, mentions: "0.5.0", what: "an older version that never existed", make: || with_version(json!("0.5.0")) },
         HostileCase { file: "version-1.0.0-prerelease.json", expect: Expect::UnknownVersion, mentions: "1.0.0-rc.1", what: "a pre-release of 1.0.0", make: || with_version(json!("1.0.0-rc.1")) },
         // ---- integrity ----

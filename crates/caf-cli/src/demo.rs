@@ -79,18 +79,24 @@ fn plan(steps: u32) -> Vec<String> {
         .collect()
 }
 
-/// Deterministic ids: UUIDv7 from the simulated clock and the seeded generator.
+/// Deterministic ids: UUIDv7 from the simulated clock and the seeded generator, kept strictly
+/// increasing (two checkpoints in the same millisecond still sort in creation order).
 fn id_source(
     clock: Arc<SimulatedClock>,
-    rng: Arc<Mutex<fastrand::Rng>>,
+    rng: Arc<Mutex<(fastrand::Rng, u128)>>,
 ) -> impl Fn() -> CheckpointId + Send + Sync {
     move || {
         let ms = u64::try_from(clock.now().as_millis()).unwrap_or(0);
+        let mut guard = rng.lock().unwrap_or_else(|p| p.into_inner());
+        let (rng, last) = &mut *guard;
         let mut bytes = [0u8; 10];
-        rng.lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .fill(&mut bytes);
-        let uuid = uuid::Builder::from_unix_timestamp_millis(ms, &bytes).into_uuid();
+        rng.fill(&mut bytes);
+        let mut uuid = uuid::Builder::from_unix_timestamp_millis(ms, &bytes).into_uuid();
+        if uuid.as_u128() <= *last {
+            // Same millisecond: count up from the previous id, keeping the v7 layout.
+            uuid = uuid::Uuid::from_u128(*last + 1);
+        }
+        *last = uuid.as_u128();
         CheckpointId::new(format!("ckpt_{uuid}")).unwrap_or_else(|_| CheckpointId::generate())
     }
 }
@@ -146,7 +152,7 @@ fn run_one(dir: &Path, a: &DemoArgs, n: u32, human: bool) -> Result<Run, Failure
     let start = utc(2026, 1, 5, 9, 0, 0).ok_or_else(|| Failure::msg("bad demo start time"))?;
     let clock = Arc::new(SimulatedClock::starting_at(start));
     clock.advance_ms(u64::from(n) * 3_600_000);
-    let id_rng = Arc::new(Mutex::new(fastrand::Rng::with_seed(rng.u64(..))));
+    let id_rng = Arc::new(Mutex::new((fastrand::Rng::with_seed(rng.u64(..)), 0u128)));
     let exec_uuid = uuid::Builder::from_unix_timestamp_millis(
         u64::try_from(clock.now().as_millis()).unwrap_or(0),
         &rng.u128(..).to_le_bytes()[..10]

@@ -10,7 +10,7 @@ mod commands;
 mod demo;
 mod output;
 
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches};
 use std::process::ExitCode;
 
 /// A failure the CLI reports: one line on stderr and an exit code.
@@ -51,7 +51,12 @@ impl From<caf_core::Error> for Failure {
 pub type CmdResult = Result<(), Failure>;
 
 fn main() -> ExitCode {
-    let cli = cli::Cli::parse();
+    // `caf schema --version V` names a format version, so that command cannot also have the
+    // `--version` flag that `propagate_version` gives every command (clap panics on the clash).
+    let matches = cli::Cli::command()
+        .mut_subcommand("schema", |c| c.disable_version_flag(true))
+        .get_matches();
+    let cli = cli::Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     match commands::run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(Failure::Failed(lines)) => {

@@ -24,6 +24,19 @@ pub fn run(dir: &Path, json: bool, a: &ListArgs) -> CmdResult {
         limit: a.limit,
         ..ListFilter::default()
     };
+    // An unknown cursor would give an empty page that looks like the end of the list.
+    if let Some(before) = &filter.before {
+        if !store
+            .list(&ListFilter::default())?
+            .iter()
+            .any(|s| &s.id == before)
+        {
+            return Err(Failure::msg(format!(
+                "checkpoint {before} not found in {} (--before)",
+                dir.display()
+            )));
+        }
+    }
     let items = store.list(&filter)?;
     if json {
         output::print_json(&items);

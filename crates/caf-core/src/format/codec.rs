@@ -141,7 +141,9 @@ fn decode_inner(mut doc: Value, text: Option<&[u8]>) -> Result<Decoded, LoadErro
     let version = version_of(&doc)?;
     let source_version = version.to_string();
     let current = migrate::current();
-    if version.major > current.major || (version > current && current.major == 0) {
+    // Any newer version is refused, a newer minor or patch of the current major included: caf
+    // would not understand its additions, and rewriting the file would drop them.
+    if version > current {
         return Err(LoadError::NewerVersion {
             found: source_version,
             newest: current.to_string(),

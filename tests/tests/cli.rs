@@ -1,0 +1,1466 @@
+//! End-to-end tests of the `caf` command line: the real binary, run in a temporary directory
+//! (its own `--dir` and working directory, never the repository's `checkpoints/`), checked for
+//! its output, its exit code (0 success, 1 a failed operation, 2 bad usage), no ANSI escape codes
+//! (stdout and stderr are pipes here, never a terminal) and never a panic.
+//!
+//! The binary lives in another package (`caf-cli`), so `CARGO_BIN_EXE_caf` is not available;
+//! [`caf_bin`] builds it once per test process with `cargo build -p caf-cli --bin caf` into the
+//! target directory this test executable was built in (so it follows `CARGO_TARGET_DIR` and the
+//! profile). `CAF_TEST_BIN=/path/to/caf` runs the tests against a given binary instead.
+
+#![allow(clippy::unwrap_used)]
+
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+// ---------------------------------------------------------------------------------------------
+// Running the binary
+// ---------------------------------------------------------------------------------------------
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures")
+}
+
+/// The `caf` binary, built (or found up to date) once per test process.
+fn caf_bin() -> &'static Path {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        if let Some(bin) = std::env::var_os("CAF_TEST_BIN") {
+            return PathBuf::from(bin);
+        }
+        // This executable is <target-dir>/<profile>/deps/cli-<hash>.
+        let exe = std::env::current_exe().unwrap();
+        let profile_dir = exe.parent().and_then(Path::parent).unwrap();
+        let target_dir = profile_dir.parent().unwrap();
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        let mut cmd = Command::new(cargo);
+        cmd.current_dir(workspace())
+            .args([
+                "build",
+                "--quiet",
+                "-p",
+                "caf-cli",
+                "--bin",
+                "caf",
+                "--target-dir",
+            ])
+            .arg(target_dir);
+        match profile_dir.file_name().and_then(|n| n.to_str()) {
+            Some("debug") | None => {}
+            Some("release") => {
+                cmd.arg("--release");
+            }
+            Some(other) => {
+                cmd.args(["--profile", other]);
+            }
+        }
+        let status = cmd
+            .status()
+            .expect("running cargo build for the caf binary");
+        assert!(status.success(), "cargo build -p caf-cli failed: {status}");
+        let bin = profile_dir.join(format!("caf{}", std::env::consts::EXE_SUFFIX));
+        assert!(bin.is_file(), "{} was not built", bin.display());
+        bin
+    })
+}
+
+/// What one run of `caf` did.
+struct Out {
+    what: String,
+    code: i32,
+    stdout: Vec<u8>,
+    stderr: Vec<u8>,
+}
+
+impl Out {
+    fn out(&self) -> String {
+        String::from_utf8_lossy(&self.stdout).into_owned()
+    }
+
+    fn err(&self) -> String {
+        String::from_utf8_lossy(&self.stderr).into_owned()
+    }
+
+    fn describe(&self) -> String {
+        format!(
+            "`{}` exited {}\n--- stdout ---\n{}\n--- stderr ---\n{}",
+            self.what,
+            self.code,
+            self.out(),
+            self.err()
+        )
+    }
+
+    /// Asserts success.
+    #[track_caller]
+    fn ok(self) -> Self {
+        assert_eq!(self.code, 0, "{}", self.describe());
+        self
+    }
+
+    /// Asserts exit code `code`; for a failed operation (1), every line on stderr is an error or
+    /// a warning, and there is at least one error.
+    #[track_caller]
+    fn fails(self, code: i32) -> Self {
+        assert_eq!(self.code, code, "{}", self.describe());
+        let err = self.err();
+        assert!(
+            err.lines().any(|l| l.starts_with("error: ")),
+            "{}",
+            self.describe()
+        );
+        if code == 1 {
+            for l in err.lines() {
+                assert!(
+                    l.starts_with("error: ") || l.starts_with("warning: "),
+                    "stray line {l:?} in {}",
+                    self.describe()
+                );
+            }
+        }
+        self
+    }
+
+    /// The lines on stderr that report errors.
+    fn errors(&self) -> Vec<String> {
+        self.err()
+            .lines()
+            .filter(|l| l.starts_with("error: "))
+            .map(str::to_string)
+            .collect()
+    }
+
+    /// Stdout as JSON.
+    #[track_caller]
+    fn json(&self) -> Value {
+        serde_json::from_slice(&self.stdout)
+            .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {}", self.describe()))
+    }
+}
+
+/// Runs `caf` with `args` in `cwd`, with `envs` set (and `CAF_DIR` and colour-forcing variables
+/// removed), and checks what every run must satisfy: it exits (within a minute), prints no ANSI
+/// escape codes and does not panic.
+fn run_caf(cwd: &Path, args: &[&str], envs: &[(&str, &str)]) -> Out {
+    let mut cmd = Command::new(caf_bin());
+    cmd.current_dir(cwd)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for var in [
+        "CAF_DIR",
+        "CLICOLOR_FORCE",
+        "CLICOLOR",
+        "NO_COLOR",
+        "TERM",
+        "RUST_BACKTRACE",
+    ] {
+        cmd.env_remove(var);
+    }
+    for (k, v) in envs {
+        cmd.env(k, v);
+    }
+    let what = format!("caf {}", args.join(" "));
+    let mut child = cmd.spawn().unwrap_or_else(|e| panic!("{what}: {e}"));
+    let mut so = child.stdout.take().unwrap();
+    let mut se = child.stderr.take().unwrap();
+    let read_out = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        std::io::Read::read_to_end(&mut so, &mut v).map(|_| v)
+    });
+    let read_err = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        std::io::Read::read_to_end(&mut se, &mut v).map(|_| v)
+    });
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut pause = Duration::from_micros(200);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{what}: still running after 60 s (killed)");
+        }
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(Duration::from_millis(10));
+    };
+    let out = Out {
+        code: status
+            .code()
+            .unwrap_or_else(|| panic!("{what}: killed by a signal ({status})")),
+        stdout: read_out.join().unwrap().unwrap(),
+        stderr: read_err.join().unwrap().unwrap(),
+        what,
+    };
+    for (name, bytes) in [("stdout", &out.stdout), ("stderr", &out.stderr)] {
+        assert!(
+            !bytes.contains(&0x1b),
+            "ANSI escape code on {name} (not a terminal): {}",
+            out.describe()
+        );
+    }
+    assert!(!out.err().contains("panicked"), "{}", out.describe());
+    out
+}
+
+/// A temporary working directory with a checkpoint store `store/` in it (not created).
+struct Sandbox {
+    tmp: tempfile::TempDir,
+}
+
+impl Sandbox {
+    fn new() -> Self {
+        Self {
+            tmp: tempfile::Builder::new()
+                .prefix("caf-cli-")
+                .tempdir()
+                .unwrap(),
+        }
+    }
+
+    fn path(&self) -> &Path {
+        self.tmp.path()
+    }
+
+    fn store(&self) -> PathBuf {
+        self.path().join("store")
+    }
+
+    fn store_str(&self) -> String {
+        self.store().to_str().unwrap().to_string()
+    }
+
+    /// `caf --dir store ARGS…`, in the sandbox.
+    fn caf(&self, args: &[&str]) -> Out {
+        let store = self.store_str();
+        let mut all = vec!["--dir", store.as_str()];
+        all.extend_from_slice(args);
+        run_caf(self.path(), &all, &[])
+    }
+
+    /// `caf ARGS…` with no `--dir`, in the sandbox.
+    fn caf_plain(&self, args: &[&str], envs: &[(&str, &str)]) -> Out {
+        run_caf(self.path(), args, envs)
+    }
+
+    /// Runs the demo into the store and returns its JSON report.
+    fn demo(&self, args: &[&str]) -> Value {
+        let mut all = vec!["--json", "demo"];
+        all.extend_from_slice(args);
+        self.caf(&all).ok().json()
+    }
+
+    /// `caf --json list ARGS…` as an array.
+    fn list(&self, args: &[&str]) -> Vec<Value> {
+        let mut all = vec!["--json", "list"];
+        all.extend_from_slice(args);
+        match self.caf(&all).ok().json() {
+            Value::Array(items) => items,
+            other => panic!("list --json is not an array: {other}"),
+        }
+    }
+
+    fn path_of(&self, id: &str) -> PathBuf {
+        self.store().join(format!("{id}.json"))
+    }
+}
+
+fn ids(items: &[Value]) -> Vec<String> {
+    items
+        .iter()
+        .map(|i| i["id"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// Every file under `dir` outside hidden directories (the store's `.caf/` index may change),
+/// with its bytes, keyed by its path relative to `dir`.
+fn files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<String, Vec<u8>>) {
+        let Ok(rd) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for e in rd {
+            let e = e.unwrap();
+            let path = e.path();
+            let ft = e.file_type().unwrap();
+            let rel = path
+                .strip_prefix(root)
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
+            if ft.is_dir() {
+                if !e.file_name().to_string_lossy().starts_with('.') {
+                    walk(root, &path, out);
+                }
+            } else if ft.is_symlink() {
+                let target = std::fs::read_link(&path).unwrap();
+                out.insert(rel, target.to_string_lossy().as_bytes().to_vec());
+            } else {
+                out.insert(rel, std::fs::read(&path).unwrap());
+            }
+        }
+    }
+    let mut out = BTreeMap::new();
+    walk(dir, dir, &mut out);
+    out
+}
+
+/// The `*.json` files directly in `dir`, with their bytes.
+fn json_files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    files(dir)
+        .into_iter()
+        .filter(|(k, _)| k.ends_with(".json") && !k.contains('/'))
+        .collect()
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Usage
+// ---------------------------------------------------------------------------------------------
+
+/// `--help` of every command works (clap checks each command's definition when it is built, so
+/// this also catches conflicting flags), and `--version` prints the version.
+#[test]
+fn every_command_has_help() {
+    let sb = Sandbox::new();
+    let help = sb.caf_plain(&["--help"], &[]).ok().out();
+    let commands: Vec<String> = help
+        .lines()
+        .skip_while(|l| !l.starts_with("Commands:"))
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        // A command's line, not the continuation of a wrapped description.
+        .filter(|l| !l[2..].starts_with(' '))
+        .filter_map(|l| l.split_whitespace().next())
+        .map(str::to_string)
+        .filter(|c| c != "help")
+        .collect();
+    for c in [
+        "demo", "list", "inspect", "validate", "import", "export", "delete", "schema", "bench",
+    ] {
+        assert!(commands.iter().any(|x| x == c), "{c} missing from {help}");
+    }
+    for c in &commands {
+        let out = sb.caf_plain(&[c, "--help"], &[]).ok();
+        assert!(out.out().contains("Usage: caf"), "{}", out.describe());
+    }
+    let v = sb.caf_plain(&["--version"], &[]).ok().out();
+    assert!(v.starts_with("caf "), "{v}");
+    assert!(!sb.store().exists());
+}
+
+#[test]
+fn bad_usage_exits_2() {
+    let sb = Sandbox::new();
+    let out = sb.caf(&["frobnicate"]).fails(2);
+    assert!(out.err().contains("frobnicate"), "{}", out.describe());
+    let out = sb.caf(&["list", "--frobnicate"]).fails(2);
+    assert!(out.err().contains("--frobnicate"), "{}", out.describe());
+    sb.caf(&["--frobnicate", "list"]).fails(2);
+    sb.caf(&["list", "--limit", "many"]).fails(2);
+    sb.caf(&["demo", "--executions", "0"]).fails(2);
+    sb.caf(&["demo", "--seed", "-1"]).fails(2);
+    sb.caf(&["inspect"]).fails(2);
+    sb.caf(&["validate"]).fails(2);
+    sb.caf(&["import"]).fails(2);
+    sb.caf(&["export"]).fails(2);
+    sb.caf(&["delete"]).fails(2);
+    sb.caf(&["delete", "ckpt_a", "--execution", "exec_a"])
+        .fails(2);
+    sb.caf(&["bench", "--mode", "carrier-pigeon"]).fails(2);
+    // No command at all: usage on stderr, exit 2.
+    let out = sb.caf(&[]);
+    assert_eq!(out.code, 2, "{}", out.describe());
+    assert!(out.err().contains("Usage"), "{}", out.describe());
+    // Nothing was created by any of this.
+    assert!(!sb.store().exists());
+}
+
+// ---------------------------------------------------------------------------------------------
+// demo
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn demo_checkpoints_crashes_resumes_and_finishes() {
+    let sb = Sandbox::new();
+    let out = sb.caf(&["demo"]).ok();
+    let text = out.out();
+    for needle in [
+        "caf demo",
+        "a crash during step 5",
+        "seed 42",
+        "crash!",
+        "resume",
+        "restored",
+        "done",
+        "final checkpoint",
+        "checkpoints written to",
+    ] {
+        assert!(
+            text.contains(needle),
+            "{needle:?} missing: {}",
+            out.describe()
+        );
+    }
+    let files = json_files(&sb.store());
+    // 8 steps, one crash (no checkpoint for the crashed attempt), and a final checkpoint.
+    assert_eq!(files.len(), 9, "{:?}", files.keys());
+    assert!(text.contains("9 checkpoints written"), "{text}");
+    for name in files.keys() {
+        assert!(name.starts_with("ckpt_"), "{name}");
+    }
+    // The suggested next commands name real checkpoints.
+    let last = sb.list(&[])[0]["id"].as_str().unwrap().to_string();
+    assert!(text.contains(&format!("inspect {last}")), "{text}");
+    let out = sb.caf_plain(&["validate", &sb.store_str()], &[]).ok();
+    assert!(
+        out.out().contains("9 valid, 0 invalid"),
+        "{}",
+        out.describe()
+    );
+}
+
+#[test]
+fn demo_is_deterministic() {
+    let a = Sandbox::new();
+    let b = Sandbox::new();
+    a.caf(&[
+        "demo",
+        "--executions",
+        "2",
+        "--steps",
+        "4",
+        "--crash-at",
+        "3",
+    ])
+    .ok();
+    b.caf(&[
+        "demo",
+        "--executions",
+        "2",
+        "--steps",
+        "4",
+        "--crash-at",
+        "3",
+    ])
+    .ok();
+    let first = json_files(&a.store());
+    assert_eq!(first.len(), 2 * 5);
+    assert_eq!(first, json_files(&b.store()), "two runs differ");
+    // Again in the same directory: the earlier run is replaced by identical files.
+    let out = a
+        .caf(&[
+            "demo",
+            "--executions",
+            "2",
+            "--steps",
+            "4",
+            "--crash-at",
+            "3",
+        ])
+        .ok();
+    assert!(out.out().contains("replaying"), "{}", out.describe());
+    assert_eq!(first, json_files(&a.store()), "a rerun changed the files");
+    // Another seed: other ids.
+    let c = Sandbox::new();
+    c.caf(&[
+        "demo",
+        "--executions",
+        "2",
+        "--steps",
+        "4",
+        "--crash-at",
+        "3",
+        "--seed",
+        "7",
+    ])
+    .ok();
+    let other = json_files(&c.store());
+    assert_eq!(other.len(), first.len());
+    assert!(other.keys().all(|k| !first.contains_key(k)));
+}
+
+/// The example archive in the repository is what `caf demo` writes (the README says so).
+#[test]
+fn demo_reproduces_the_committed_example_archive() {
+    let committed = json_files(&workspace().join("checkpoints"));
+    assert!(!committed.is_empty());
+    let sb = Sandbox::new();
+    sb.caf(&["demo"]).ok();
+    let made = json_files(&sb.store());
+    assert_eq!(
+        made.keys().collect::<Vec<_>>(),
+        committed.keys().collect::<Vec<_>>()
+    );
+    for (name, bytes) in &made {
+        assert!(
+            committed[name] == *bytes,
+            "checkpoints/{name} differs from what `caf demo` writes (regenerate the archive)"
+        );
+    }
+}
+
+#[test]
+fn demo_options_and_json_report_match_the_store() {
+    let sb = Sandbox::new();
+    let report = sb.demo(&[
+        "--executions",
+        "2",
+        "--steps",
+        "3",
+        "--crash-at",
+        "2",
+        "--seed",
+        "7",
+    ]);
+    let execs = report["executions"].as_array().unwrap();
+    assert_eq!(execs.len(), 2, "{report}");
+    let mut total = 0;
+    for e in execs {
+        let exec = e["execution_id"].as_str().unwrap();
+        let n = e["checkpoints"].as_u64().unwrap();
+        // Steps 1, 2 (after the crash and resume), 3 and the final checkpoint.
+        assert_eq!(n, 4, "{e}");
+        assert_eq!(e["crashed_at_step"], 2, "{e}");
+        let listed = sb.list(&["--execution", exec]);
+        assert_eq!(listed.len() as u64, n);
+        // Resumed from the checkpoint of step 1; the final checkpoint is the newest.
+        let step1 = listed.iter().find(|c| c["step_number"] == 1).unwrap();
+        assert_eq!(e["resumed_from"], step1["id"], "{e}");
+        assert_eq!(e["final_checkpoint"], listed[0]["id"], "{e}");
+        assert_eq!(listed[0]["checkpoint_reason"], "completed");
+        assert_eq!(e["tokens_used"], listed[0]["tokens_used"]);
+        total += n;
+    }
+    assert_eq!(report["checkpoints"].as_u64(), Some(total));
+    assert_eq!(sb.list(&[]).len() as u64, total);
+    assert_eq!(json_files(&sb.store()).len() as u64, total);
+}
+
+#[test]
+fn demo_without_a_crash() {
+    let sb = Sandbox::new();
+    let out = sb.caf(&["demo", "--steps", "3", "--crash-at", "0"]).ok();
+    assert!(out.out().contains("no crash"), "{}", out.describe());
+    assert!(!out.out().contains("crash!"), "{}", out.describe());
+    assert!(!out.out().contains("resume"), "{}", out.describe());
+    let sb = Sandbox::new();
+    let report = sb.demo(&["--steps", "3", "--crash-at", "0"]);
+    let e = &report["executions"][0];
+    assert_eq!(e["checkpoints"], 4, "{report}");
+    assert!(e["crashed_at_step"].is_null(), "{report}");
+    assert!(e["resumed_from"].is_null(), "{report}");
+    // A crash after the last step never happens either.
+    let report = Sandbox::new().demo(&["--steps", "3", "--crash-at", "9"]);
+    assert!(report["executions"][0]["crashed_at_step"].is_null());
+}
+
+#[test]
+fn demo_crash_before_the_first_checkpoint_starts_over() {
+    let sb = Sandbox::new();
+    let out = sb.caf(&["demo", "--steps", "3", "--crash-at", "1"]).ok();
+    let text = out.out();
+    assert!(text.contains("crash!"), "{}", out.describe());
+    assert!(text.contains("starting over"), "{}", out.describe());
+    let sb = Sandbox::new();
+    let report = sb.demo(&["--steps", "3", "--crash-at", "1"]);
+    let e = &report["executions"][0];
+    assert_eq!(e["crashed_at_step"], 1, "{report}");
+    assert!(e["resumed_from"].is_null(), "{report}");
+    assert_eq!(e["checkpoints"], 4, "{report}");
+    let listed = sb.list(&[]);
+    let steps: Vec<u64> = listed
+        .iter()
+        .map(|c| c["step_number"].as_u64().unwrap())
+        .collect();
+    assert_eq!(steps, [3, 3, 2, 1]);
+    // The first checkpoint has no parent: the run started over.
+    assert!(listed[3]["parent_id"].is_null());
+}
+
+// ---------------------------------------------------------------------------------------------
+// list
+// ---------------------------------------------------------------------------------------------
+
+const LIST_FIELDS: [&str; 8] = [
+    "id",
+    "parent_id",
+    "execution_id",
+    "agent_id",
+    "step_number",
+    "checkpoint_reason",
+    "timestamp",
+    "bytes",
+];
+
+#[test]
+fn list_shows_a_table_newest_first() {
+    let sb = Sandbox::new();
+    sb.demo(&["--executions", "2", "--steps", "2", "--crash-at", "0"]);
+    let items = sb.list(&[]);
+    assert_eq!(items.len(), 6);
+    let out = sb.caf(&["list"]).ok();
+    let text = out.out();
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap().split_whitespace().collect();
+    assert_eq!(
+        header,
+        ["ID", "EXECUTION", "STEP", "REASON", "TIME", "SIZE", "NAME"]
+    );
+    let rows: Vec<&str> = lines.collect();
+    assert_eq!(rows.len(), items.len(), "{text}");
+    for (row, item) in rows.iter().zip(&items) {
+        let cells: Vec<&str> = row.split_whitespace().collect();
+        assert_eq!(cells[0], item["id"].as_str().unwrap(), "{text}");
+        assert_eq!(cells[1], item["execution_id"].as_str().unwrap(), "{text}");
+        assert_eq!(cells[2], item["step_number"].to_string(), "{text}");
+        assert_eq!(cells[3], item["checkpoint_reason"].as_str().unwrap());
+    }
+    assert!(rows[0].ends_with("final"), "{text}");
+    // Newest first.
+    let times: Vec<&str> = items
+        .iter()
+        .map(|i| i["timestamp"].as_str().unwrap())
+        .collect();
+    let mut sorted = times.clone();
+    sorted.sort_by(|a, b| b.cmp(a));
+    assert_eq!(times, sorted);
+}
+
+#[test]
+fn list_json_has_the_summary_fields() {
+    let sb = Sandbox::new();
+    sb.demo(&["--steps", "3"]);
+    let items = sb.list(&[]);
+    assert_eq!(items.len(), 4);
+    for item in &items {
+        for f in LIST_FIELDS {
+            assert!(item.get(f).is_some(), "{f} missing from {item}");
+        }
+        let id = item["id"].as_str().unwrap();
+        let size = std::fs::metadata(sb.path_of(id)).unwrap().len();
+        assert_eq!(item["bytes"].as_u64(), Some(size), "{item}");
+        assert_eq!(item["agent_id"], "research-agent");
+        assert!(item["timestamp"].as_str().unwrap().ends_with('Z'));
+    }
+    // Each checkpoint's parent is the one before it.
+    for w in items.windows(2) {
+        assert_eq!(w[0]["parent_id"], w[1]["id"]);
+    }
+    assert!(items[3]["parent_id"].is_null());
+}
+
+#[test]
+fn list_filters_and_pages() {
+    let sb = Sandbox::new();
+    let report = sb.demo(&["--executions", "3", "--steps", "3", "--crash-at", "0"]);
+    let all = sb.list(&[]);
+    assert_eq!(all.len(), 12);
+    let exec = report["executions"][1]["execution_id"].as_str().unwrap();
+
+    let one = sb.list(&["--execution", exec]);
+    assert_eq!(one.len(), 4);
+    assert!(one.iter().all(|c| c["execution_id"] == exec));
+    assert_eq!(ids(&sb.list(&["-e", exec])), ids(&one));
+
+    let first = sb.list(&["--limit", "5"]);
+    assert_eq!(ids(&first), ids(&all[..5]));
+    assert_eq!(ids(&sb.list(&["-n", "5"])), ids(&first));
+    assert!(sb.list(&["--limit", "0"]).is_empty());
+
+    // Paging with --before reproduces the whole list.
+    let mut paged = Vec::new();
+    let mut before: Option<String> = None;
+    loop {
+        let mut args = vec!["--limit", "5"];
+        if let Some(b) = &before {
+            args.extend(["--before", b.as_str()]);
+        }
+        let page = sb.list(&args);
+        if page.is_empty() {
+            break;
+        }
+        assert!(page.len() <= 5);
+        before = Some(page.last().unwrap()["id"].as_str().unwrap().to_string());
+        paged.extend(page);
+    }
+    assert_eq!(ids(&paged), ids(&all));
+    let last = all.last().unwrap()["id"].as_str().unwrap();
+    assert!(sb.list(&["--before", last]).is_empty());
+
+    let completed = sb.list(&["--reason", "completed"]);
+    assert_eq!(completed.len(), 3);
+    assert!(completed.iter().all(|c| c["name"] == "final"));
+    assert_eq!(sb.list(&["--reason", "step_completed"]).len(), 9);
+    assert_eq!(ids(&sb.list(&["--label", "demo"])), ids(&completed));
+    assert!(sb.list(&["--label", "nope"]).is_empty());
+    assert_eq!(sb.list(&["--agent", "research-agent"]).len(), 12);
+    assert!(sb.list(&["--agent", "someone-else"]).is_empty());
+    let combined = sb.list(&["--execution", exec, "--reason", "completed"]);
+    assert_eq!(combined.len(), 1);
+    assert_eq!(combined[0]["execution_id"], exec);
+
+    // An empty result is not an error.
+    let out = sb.caf(&["list", "--agent", "someone-else"]).ok();
+    assert!(out.out().contains("no checkpoints"), "{}", out.describe());
+}
+
+#[test]
+fn list_of_a_missing_directory_fails_with_one_line() {
+    let sb = Sandbox::new();
+    for args in [&["list"][..], &["--json", "list"]] {
+        let out = sb.caf(args).fails(1);
+        assert_eq!(out.err().lines().count(), 1, "{}", out.describe());
+        assert!(out.err().contains(&sb.store_str()), "{}", out.describe());
+        assert!(
+            out.err().contains("no checkpoint directory"),
+            "{}",
+            out.describe()
+        );
+        assert!(out.stdout.is_empty(), "{}", out.describe());
+    }
+    assert!(!sb.store().exists(), "list created the directory");
+}
+
+#[test]
+fn list_refuses_bad_ids() {
+    let sb = Sandbox::new();
+    sb.demo(&["--steps", "2"]);
+    let out = sb.caf(&["list", "--execution", "../x"]).fails(1);
+    assert_eq!(out.errors().len(), 1, "{}", out.describe());
+    assert!(out.err().contains("../x"), "{}", out.describe());
+    assert!(out.err().contains("execution id"), "{}", out.describe());
+    sb.caf(&["list", "--before", "../x"]).fails(1);
+    sb.caf(&["list", "--execution", ""]).fails(1);
+    // A cursor that names no checkpoint is an error, not an empty page.
+    let out = sb.caf(&["list", "--before", "ckpt_nope"]).fails(1);
+    assert!(out.err().contains("ckpt_nope"), "{}", out.describe());
+    assert!(out.err().contains("not found"), "{}", out.describe());
+}
+
+// ---------------------------------------------------------------------------------------------
+// inspect
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn inspect_shows_a_checkpoint_by_id_or_path() {
+    let sb = Sandbox::new();
+    let report = sb.demo(&["--steps", "6", "--crash-at", "3"]);
+    let id = report["executions"][0]["final_checkpoint"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let exec = report["executions"][0]["execution_id"].as_str().unwrap();
+    let out = sb.caf(&["inspect", &id]).ok();
+    let text = out.out();
+    assert!(text.starts_with(&format!("Checkpoint {id}\n")), "{text}");
+    for needle in [
+        "Created",
+        " UTC (",
+        "Execution",
+        exec,
+        "Agent",
+        "research-agent",
+        "Reason",
+        "completed",
+        "Name",
+        "final",
+        "Labels",
+        "demo",
+        "Parent",
+        "Progress",
+        "step 6/6 (100%), nothing remains",
+        "Cost",
+        "tokens",
+        "Counts",
+        "thoughts, 6 tool calls (0 failed), 4 variables",
+        "Format",
+        "1.0.0",
+        "integrity ok",
+        "Last thoughts (5 of",
+        "Last tool calls (5 of 6)",
+        "Variables",
+        "task = \"Compare three open-source vector databases",
+        "step = 6",
+    ] {
+        assert!(text.contains(needle), "{needle:?} missing:\n{text}");
+    }
+    assert!(!text.contains("migrated"), "{text}");
+    // --last
+    let out = sb.caf(&["inspect", &id, "--last", "2"]).ok();
+    assert!(
+        out.out().contains("Last tool calls (2 of 6)"),
+        "{}",
+        out.describe()
+    );
+    // The same checkpoint by the path of its file (relative or absolute).
+    let by_path = sb.caf(&["inspect", s(&sb.path_of(&id))]).ok();
+    assert_eq!(by_path.out(), text);
+    let rel = format!("store/{id}.json");
+    let by_rel = sb.caf(&["inspect", &rel]).ok();
+    assert_eq!(by_rel.out(), text);
+    // A checkpoint in the middle of the run.
+    let items = sb.list(&[]);
+    let first = items.last().unwrap()["id"].as_str().unwrap();
+    let out = sb.caf(&["inspect", first]).ok();
+    assert!(
+        out.out().contains("step 1/6 (16%), 5 remaining"),
+        "{}",
+        out.describe()
+    );
+    assert!(
+        out.out().contains("none (first checkpoint)"),
+        "{}",
+        out.describe()
+    );
+}
+
+#[test]
+fn inspect_json_is_the_file_and_validates() {
+    let sb = Sandbox::new();
+    sb.demo(&["--steps", "3"]);
+    for item in sb.list(&[]) {
+        let id = item["id"].as_str().unwrap();
+        let out = sb.caf(&["--json", "inspect", id]).ok();
+        assert!(out.stdout == std::fs::read(sb.path_of(id)).unwrap(), "{id}");
+        let copy = sb.path().join("copy.json");
+        std::fs::write(&copy, &out.stdout).unwrap();
+        sb.caf(&["validate", s(&copy)]).ok();
+        assert_eq!(out.json()["id"], id);
+    }
+}
+
+#[test]
+fn inspect_migrates_a_legacy_file_in_memory() {
+    let sb = Sandbox::new();
+    let legacy = fixtures().join("v0.0.1/ts-caf.json");
+    let before = std::fs::read(&legacy).unwrap();
+    let out = sb.caf(&["inspect", s(&legacy)]).ok();
+    let text = out.out();
+    for needle in [
+        "Checkpoint m6sewr9c_4fz8q1lma",
+        "repo-auditor",
+        "read as 0.0.1, migrated in memory",
+        "Last tool calls",
+        "failed",
+        "Variables",
+    ] {
+        assert!(text.contains(needle), "{needle:?} missing:\n{text}");
+    }
+    // --json prints the migrated 1.0.0 document, which validates.
+    let out = sb.caf(&["--json", "inspect", s(&legacy)]).ok();
+    let doc = out.json();
+    assert_eq!(doc["version"], "1.0.0");
+    let migrated = sb.path().join("migrated.json");
+    std::fs::write(&migrated, &out.stdout).unwrap();
+    let v = sb.caf(&["validate", s(&migrated)]).ok();
+    assert!(v.out().contains("1.0.0"), "{}", v.describe());
+    // The expected migration is the committed golden file.
+    let golden = std::fs::read(fixtures().join("v1.0.0/from-ts-caf.json")).unwrap();
+    assert!(
+        out.stdout == golden,
+        "inspect --json of ts-caf.json differs from from-ts-caf.json"
+    );
+    // Nothing was written anywhere.
+    assert_eq!(std::fs::read(&legacy).unwrap(), before);
+    assert!(!sb.store().exists());
+}
+
+#[test]
+fn inspect_unknown_or_bad_targets_fail() {
+    let sb = Sandbox::new();
+    sb.demo(&["--steps", "2"]);
+    let out = sb.caf(&["inspect", "ckpt_does_not_exist"]).fails(1);
+    assert!(out.err().contains("not found"), "{}", out.describe());
+    assert!(
+        out.err().contains("ckpt_does_not_exist"),
+        "{}",
+        out.describe()
+    );
+    assert!(out.stdout.is_empty());
+    let out = sb
+        .caf(&["--json", "inspect", "ckpt_does_not_exist"])
+        .fails(1);
+    assert!(out.stdout.is_empty());
+    // A path that does not exist.
+    let out = sb.caf(&["inspect", "nowhere/ckpt_x.json"]).fails(1);
+    assert!(
+        out.err().contains("nowhere/ckpt_x.json"),
+        "{}",
+        out.describe()
+    );
+    // An id with characters ids may not have.
+    let out = sb.caf(&["inspect", "ckpt_a\\b"]).fails(1);
+    assert!(
+        out.err().contains("not a valid checkpoint id"),
+        "{}",
+        out.describe()
+    );
+    // A directory is not a checkpoint file.
+    let out = sb
+        .caf(&["inspect", &format!("{}/", sb.store_str())])
+        .fails(1);
+    assert!(
+        out.err().contains("not a regular file"),
+        "{}",
+        out.describe()
+    );
+    // No store at all.
+    let empty = Sandbox::new();
+    let out = empty.caf(&["inspect", "ckpt_x"]).fails(1);
+    assert!(
+        out.err().contains("no checkpoint directory"),
+        "{}",
+        out.describe()
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// validate
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn validate_accepts_valid_files_and_directories() {
+    let sb = Sandbox::new();
+    sb.demo(&["--steps", "2"]);
+    let out = sb.caf(&["validate", &sb.store_str()]).ok();
+    let text = out.out();
+    assert!(text.contains("3 valid, 0 invalid"), "{text}");
+    assert_eq!(text.lines().filter(|l| l.starts_with("ok  ")).count(), 3);
+    assert!(out.stderr.is_empty(), "{}", out.describe());
+    // The golden files of both versions, directories and single files together.
+    let v1 = fixtures().join("v1.0.0");
+    let v0 = fixtures().join("v0.0.1");
+    let single = sb.path_of(sb.list(&[])[0]["id"].as_str().unwrap());
+    let out = sb.caf(&["validate", s(&v1), s(&v0), s(&single)]).ok();
+    let n = json_files(&v1).len() + json_files(&v0).len() + 1;
+    assert!(
+        out.out().contains(&format!("{n} valid, 0 invalid")),
+        "{}",
+        out.describe()
+    );
+    assert!(out.out().contains("0.0.1"), "{}", out.describe());
+    // Hidden entries (the store's .caf/ index) are skipped; subdirectories are searched.
+    let nested = sb.path().join("nested/deeper");
+    std::fs::create_dir_all(&nested).unwrap();
+    std::fs::copy(v1.join("minimal.json"), nested.join("m.json")).unwrap();
+    std::fs::write(nested.join("notes.txt"), "not a checkpoint").unwrap();
+    let out = sb.caf(&["validate", s(&sb.path().join("nested"))]).ok();
+    assert!(
+        out.out().contains("1 valid, 0 invalid"),
+        "{}",
+        out.describe()
+    );
+}
+
+#[test]
+fn validate_reports_each_problem_with_file_and_pointer() {
+    let sb = Sandbox::new();
+    sb.demo(&["--steps", "2"]);
+    let hostile = fixtures().join("hostile");
+    let wrong = hostile.join("wrong-types.json");
+    let empty = hostile.join("empty.json");
+    let corrupted = hostile.join("checksum-mismatch-one-char-changed.json");
+    let out = sb
+        .caf(&[
+            "validate",
+            &sb.store_str(),
+            s(&wrong),
+            s(&empty),
+            s(&corrupted),
+        ])
+        .fails(1);
+    assert!(
+        out.out().contains("3 valid, 3 invalid"),
+        "{}",
+        out.describe()
+    );
+    let errors = out.errors();
+    // Every error line names a file; each bad file has at least one line.
+    for l in &errors {
+        assert!(
+            [&wrong, &empty, &corrupted]
+                .iter()
+                .any(|f| l.contains(s(f))),
+            "{l}"
+        );
+    }
+    let of = |f: &Path| -> Vec<&String> { errors.iter().filter(|l| l.contains(s(f))).collect() };
+    let wrong_lines = of(&wrong);
+    assert!(wrong_lines.len() >= 2, "{errors:#?}");
+    assert!(
+        wrong_lines
+            .iter()
+            .any(|l| l.contains("at /metadata/step_number")),
+        "{errors:#?}"
+    );
+    assert!(
+        wrong_lines
+            .iter()
+            .any(|l| l.contains("at /snapshot/thought_chain")),
+        "{errors:#?}"
+    );
+    assert!(of(&empty).iter().any(|l| l.contains("line 1 column 0")));
+    assert!(of(&corrupted).iter().any(|l| l.contains("at /integrity")));
+    // A path that does not exist.
+    let out = sb.caf(&["validate", "no-such-file.json"]).fails(1);
+    assert_eq!(out.errors().len(), 1, "{}", out.describe());
+    assert!(
+        out.err().contains("no-such-file.json"),
+        "{}",
+        out.describe()
+    );
+}
+
+#[test]
+fn validate_json_report() {
+    let sb = Sandbox::new();
+    sb.demo(&["--steps", "2"]);
+    let minimal = fixtures().join("v1.0.0/minimal.json");
+    let legacy = fixtures().join("v0.0.1/seed-example.json");
+    let out = sb
+        .caf(&[
+            "--json",
+            "validate",
+            s(&minimal),
+            s(&legacy),
+            &sb.store_str(),
+        ])
+        .ok();
+    let report = out.json();
+    let entries = report.as_array().unwrap();
+    assert_eq!(entries.len(), 5, "{report}");
+    assert!(entries.iter().all(|e| e["valid"] == true));
+    assert_eq!(entries[0]["path"], s(&minimal));
+    assert_eq!(entries[0]["id"], "ckpt_golden_minimal");
+    assert_eq!(entries[0]["version"], "1.0.0");
+    assert_eq!(entries[1]["version"], "0.0.1");
+
+    let bad = fixtures().join("hostile/negative-counters.json");
+    let out = sb
+        .caf(&["--json", "validate", s(&minimal), s(&bad)])
+        .fails(1);
+    let report = out.json();
+    let entries = report.as_array().unwrap();
+    assert_eq!(entries.len(), 2);
+    assert_eq!(entries[0]["valid"], true);
+    assert_eq!(entries[1]["valid"], false);
+    assert_eq!(entries[1]["path"], s(&bad));
+    let errors = entries[1]["errors"].as_array().unwrap();
+    assert!(!errors.is_empty());
+    assert!(errors
+        .iter()
+        .any(|e| e.as_str().unwrap().contains("at /metadata/duration_ms")));
+    // The same lines are on stderr.
+    for e in errors {
+        assert!(
+            out.err().contains(e.as_str().unwrap()),
+            "{}",
+            out.describe()
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// import
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn import_current_and_legacy_files() {
+    let sb = Sandbox::new();
+    let legacy = fixtures().join("v0.0.1/ts-caf.json");
+    let minimal = fixtures().join("v1.0.0/minimal.json");
+    let out = sb.caf(&["import", s(&legacy), s(&minimal)]).ok();
+    let text = out.out();
+    assert!(text.contains("imported m6sewr9c_4fz8q1lma"), "{text}");
+    assert!(text.contains("migrated from 0.0.1"), "{text}");
+    assert!(text.contains("imported ckpt_golden_minimal"), "{text}");
+    assert!(text.contains("2 checkpoints imported"), "{text}");
+    let out = sb.caf(&["validate", &sb.store_str()]).ok();
+    assert!(
+        out.out().contains("2 valid, 0 invalid"),
+        "{}",
+        out.describe()
+    );
+    // Stored in the current format: the migrated file is the golden migration.
+    let stored = std::fs::read(sb.path_of("m6sewr9c_4fz8q1lma")).unwrap();
+    let golden = std::fs::read(fixtures().join("v1.0.0/from-ts-caf.json")).unwrap();
+    assert!(
+        stored == golden,
+        "the imported 0.0.1 file is not its golden migration"
+    );
+    let minimal_bytes = std::fs::read(&minimal).unwrap();
+    assert!(std::fs::read(sb.path_of("ckpt_golden_minimal")).unwrap() == minimal_bytes);
+    assert_eq!(sb.list(&[]).len(), 2);
+    // A directory imports every file in it; --json prints the summaries.
+    let sb = Sandbox::new();
+    let out = sb
+        .caf(&["--json", "import", s(&fixtures().join("v0.0.1"))])
+        .ok();
+    let summaries = out.json();
+    let n = json_files(&fixtures().join("v0.0.1")).len();
+    assert_eq!(summaries.as_array().unwrap().len(), n, "{summaries}");
+    for f in LIST_FIELDS {
+        assert!(summaries[0].get(f).is_some(), "{f} missing: {summaries}");
+    }
+    assert_eq!(sb.list(&[]).len(), n);
+    sb.caf(&["validate", &sb.store_str()]).ok();
+}
+
+#[test]
+fn import_is_all_or_nothing() {
+    let sb = Sandbox::new();
+    sb.demo(&["--steps", "2"]);
+    let before = files(&sb.store());
+    let good = fixtures().join("v1.0.0/minimal.json");
+    let legacy = fixtures().join("v0.0.1/ts-caf.json");
+    let bad = fixtures().join("hostile/checksum-missing.json");
+    let out = sb.caf(&["import", s(&good), s(&bad), s(&legacy)]).fails(1);
+    assert!(out.err().contains(s(&bad)), "{}", out.describe());
+    assert!(out.err().contains("nothing imported"), "{}", out.describe());
+    assert!(!out.err().contains(s(&good)), "{}", out.describe());
+    assert_eq!(
+        files(&sb.store()),
+        before,
+        "a failed import changed the store"
+    );
+    assert_eq!(sb.list(&[]).len(), 3);
+    // Into a directory that does not exist yet: it is not created.
+    let fresh = Sandbox::new();
+    fresh.caf(&["import", s(&good), s(&bad)]).fails(1);
+    assert!(!fresh.store().exists());
+    // A file that does not exist.
+    let out = sb.caf(&["import", s(&good), "missing.json"]).fails(1);
+    assert!(out.err().contains("missing.json"), "{}", out.describe());
+    assert_eq!(files(&sb.store()), before);
+}
+
+#[test]
+fn importing_the_same_file_twice_is_fine() {
+    let sb = Sandbox::new();
+    sb.demo(&["--steps", "2"]);
+    let full = fixtures().join("v1.0.0/full.json");
+    sb.caf(&["import", s(&full)]).ok();
+    let once = files(&sb.store());
+    sb.caf(&["import", s(&full)]).ok();
+    sb.caf(&["import", s(&full), s(&full)]).ok();
+    assert_eq!(files(&sb.store()), once);
+    assert_eq!(sb.list(&[]).len(), 4);
+    // Re-importing the store's own files changes nothing either.
+    let copy = Sandbox::new();
+    copy.caf(&["import", &sb.store_str()]).ok();
+    sb.caf(&["import", &copy.store_str()]).ok();
+    assert_eq!(files(&sb.store()), once);
+    assert_eq!(json_files(&copy.store()), json_files(&sb.store()));
+}
+
+#[test]
+fn importing_another_checkpoint_with_an_existing_id_is_refused() {
+    let sb = Sandbox::new();
+    let minimal = fixtures().join("v1.0.0/minimal.json");
+    sb.caf(&["import", s(&minimal)]).ok();
+    let before = files(&sb.store());
+    // Same id, other content, a valid checksum.
+    let mut doc: Value = serde_json::from_slice(&std::fs::read(&minimal).unwrap()).unwrap();
+    doc["agent_id"] = "impostor-agent".into();
+    doc["integrity"] = caf_core::format::integrity_of(&doc).into();
+    let impostor = sb.path().join("impostor.json");
+    std::fs::write(&impostor, serde_json::to_vec_pretty(&doc).unwrap()).unwrap();
+    sb.caf(&["validate", s(&impostor)]).ok();
+    let full = fixtures().join("v1.0.0/full.json");
+    let out = sb.caf(&["import", s(&full), s(&impostor)]).fails(1);
+    assert!(out.err().contains(s(&impostor)), "{}", out.describe());
+    assert!(
+        out.err().contains("ckpt_golden_minimal"),
+        "{}",
+        out.describe()
+    );
+    assert!(out.err().contains("already"), "{}", out.describe());
+    assert!(out.err().contains("nothing imported"), "{}", out.describe());
+    // Neither file was imported.
+    assert_eq!(files(&sb.store()), before);
+    // After deleting the original, it imports.
+    sb.caf(&["delete", "ckpt_golden_minimal"]).ok();
+    sb.caf(&["import", s(&impostor)]).ok();
+    let out = sb.caf(&["inspect", "ckpt_golden_minimal"]).ok();
+    assert!(out.out().contains("impostor-agent"), "{}", out.describe());
+}
+
+// ---------------------------------------------------------------------------------------------
+// export
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn export_writes_the_stored_bytes() {
+    let sb = Sandbox::new();
+    sb.demo(&["--steps", "3"]);
+    sb.caf(&["import", s(&fixtures().join("v0.0.1/seed-example.json"))])
+        .ok();
+    for item in sb.list(&[]) {
+        let id = item["id"].as_str().unwrap();
+        let stored = std::fs::read(sb.path_of(id)).unwrap();
+        let target = sb.path().join("out").join(format!("{id}.json"));
+        std::fs::create_dir_all(target.parent().unwrap()).unwrap();
+        let out = sb.caf(&["export", id, "-o", s(&target)]).ok();
+        assert!(out.stdout.is_empty(), "{}", out.describe());
+        assert!(out.err().contains("exported"), "{}", out.describe());
+        assert!(std::fs::read(&target).unwrap() == stored, "{id}");
+        // Relative to the working directory, with --output.
+        sb.caf(&["export", id, "--output", "relative.json"]).ok();
+        assert!(std::fs::read(sb.path().join("relative.json")).unwrap() == stored);
+        // To stdout.
+        let out = sb.caf(&["export", id]).ok();
+        assert!(out.stdout == stored, "{id}");
+    }
+    // Overwriting an existing file is fine (atomically).
+    let id = sb.list(&["--limit", "1"])[0]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let target = sb.path().join("relative.json");
+    sb.caf(&["export", &id, "-o", s(&target)]).ok();
+    assert!(std::fs::read(&target).unwrap() == std::fs::read(sb.path_of(&id)).unwrap());
+    // The exported files import and validate.
+    sb.caf(&["validate", s(&sb.path().join("out"))]).ok();
+}
+
+#[test]
+fn export_of_an_unknown_checkpoint_fails() {
+    let sb = Sandbox::new();
+    sb.demo(&["--steps", "2"]);
+    let target = sb.path().join("x.json");
+    let out = sb.caf(&["export", "ckpt_nope", "-o", s(&target)]).fails(1);
+    assert!(out.err().contains("ckpt_nope"), "{}", out.describe());
+    assert!(out.err().contains("not found"), "{}", out.describe());
+    assert!(!target.exists());
+    let out = sb.caf(&["export", "ckpt_nope"]).fails(1);
+    assert!(out.stdout.is_empty());
+    sb.caf(&["export", "../../etc/passwd"]).fails(1);
+    // Into a directory that does not exist.
+    let id = sb.list(&[])[0]["id"].as_str().unwrap().to_string();
+    sb.caf(&[
+        "export",
+        &id,
+        "-o",
+        s(&sb.path().join("no/such/dir/x.json")),
+    ])
+    .fails(1);
+    // From a store that does not exist.
+    Sandbox::new().caf(&["export", &id]).fails(1);
+}
+
+// ---------------------------------------------------------------------------------------------
+// delete
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn delete_checkpoints() {
+    let sb = Sandbox::new();
+    let report = sb.demo(&["--executions", "2", "--steps", "3", "--crash-at", "0"]);
+    let all = ids(&sb.list(&[]));
+    assert_eq!(all.len(), 8);
+
+    let out = sb.caf(&["delete", &all[0]]).ok();
+    assert!(
+        out.out().contains(&format!("deleted {}", all[0])),
+        "{}",
+        out.describe()
+    );
+    assert!(!sb.path_of(&all[0]).exists());
+    assert_eq!(ids(&sb.list(&[])), all[1..]);
+
+    // One unknown id: nothing is deleted.
+    let before = files(&sb.store());
+    let out = sb.caf(&["delete", &all[1], "ckpt_nope"]).fails(1);
+    assert!(out.err().contains("ckpt_nope"), "{}", out.describe());
+    assert!(out.err().contains("not found"), "{}", out.describe());
+    assert!(out.err().contains("nothing deleted"), "{}", out.describe());
+    assert!(!out
+        .err()
+        .contains(&format!("checkpoint {} not found", all[1])));
+    assert_eq!(files(&sb.store()), before);
+    // An invalid id: nothing is deleted.
+    sb.caf(&["delete", &all[1], "../x"]).fails(1);
+    assert_eq!(files(&sb.store()), before);
+    // Two known ids.
+    let out = sb.caf(&["--json", "delete", &all[1], &all[2]]).ok();
+    assert_eq!(out.json()["deleted"], serde_json::json!([all[1], all[2]]));
+    assert_eq!(ids(&sb.list(&[])), all[3..]);
+
+    // A whole execution.
+    let exec = report["executions"][0]["execution_id"].as_str().unwrap();
+    let other = report["executions"][1]["execution_id"].as_str().unwrap();
+    let n = sb.list(&["--execution", exec]).len();
+    let m = sb.list(&["--execution", other]).len();
+    assert!(n > 0 && m > 0);
+    let out = sb.caf(&["delete", "--execution", exec]).ok();
+    assert!(
+        out.out()
+            .contains(&format!("deleted {n} checkpoints of execution {exec}")),
+        "{}",
+        out.describe()
+    );
+    assert!(sb.list(&["--execution", exec]).is_empty());
+    assert_eq!(sb.list(&[]).len(), m);
+    assert_eq!(json_files(&sb.store()).len(), m);
+    // Again: nothing to delete.
+    let out = sb.caf(&["delete", "--execution", exec]).fails(1);
+    assert!(out.err().contains(exec), "{}", out.describe());
+    let out = sb.caf(&["--json", "delete", "-e", other]).ok();
+    assert_eq!(out.json()["deleted"], m);
+    assert!(sb.list(&[]).is_empty());
+    sb.caf(&["delete", "--execution", "../x"]).fails(1);
+    // No arguments: bad usage.
+    sb.caf(&["delete"]).fails(2);
+    // No store.
+    Sandbox::new().caf(&["delete", "ckpt_x"]).fails(1);
+}
+
+// ---------------------------------------------------------------------------------------------
+// schema
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn schema_prints_the_json_schema_of_a_version() {
+    let sb = Sandbox::new();
+    let out = sb.caf(&["schema"]).ok();
+    let doc = out.json();
+    assert!(
+        doc["$id"].as_str().unwrap().contains("checkpoint-1.0.0"),
+        "{}",
+        doc["$id"]
+    );
+    let committed =
+        std::fs::read(workspace().join("schemas/checkpoint-1.0.0.schema.json")).unwrap();
+    let committed: Value = serde_json::from_slice(&committed).unwrap();
+    assert_eq!(doc, committed);
+    // It is a usable schema: a checkpoint validates against it, a broken one does not.
+    let validator = jsonschema::options()
+        .with_draft(jsonschema::Draft::Draft202012)
+        .build(&doc)
+        .unwrap();
+    let full: Value =
+        serde_json::from_slice(&std::fs::read(fixtures().join("v1.0.0/full.json")).unwrap())
+            .unwrap();
+    assert!(validator.is_valid(&full));
+    let mut broken = full.clone();
+    broken["metadata"]["step_number"] = "seven".into();
+    assert!(!validator.is_valid(&broken));
+    let out = sb.caf(&["schema", "--version", "1.0.0"]).ok();
+    assert_eq!(out.json(), doc);
+
+    let out = sb.caf(&["schema", "--version", "0.0.1"]).ok();
+    let old = out.json();
+    assert!(
+        old["$id"].as_str().unwrap().contains("checkpoint-0.0.1"),
+        "{}",
+        old["$id"]
+    );
+
+    let out = sb.caf(&["schema", "--version", "9.9.9"]).fails(1);
+    assert!(out.err().contains("9.9.9"), "{}", out.describe());
+    assert!(out.err().contains("1.0.0"), "{}", out.describe());
+    assert!(out.stdout.is_empty());
+    sb.caf(&["schema", "--version", "banana"]).fails(1);
+}
+
+// ---------------------------------------------------------------------------------------------
+// bench
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn bench_prints_figures_and_cleans_up() {
+    let sb = Sandbox::new();
+    let scratch = sb.path().join("scratch");
+    std::fs::create_dir(&scratch).unwrap();
+    let out = sb
+        .caf(&[
+            "--json",
+            "bench",
+            "--executions",
+            "2",
+            "--steps",
+            "5",
+            "--scratch",
+            s(&scratch),
+        ])
+        .ok();
+    // One object per mode (one mode here), as an array.
+    let report = out.json();
+    let figures = match &report {
+        Value::Array(modes) => {
+            assert_eq!(modes.len(), 1, "{report}");
+            &modes[0]
+        }
+        other => other,
+    };
+    assert_eq!(figures["mode"], "files", "{report}");
+    assert_eq!(figures["executions"], 2, "{report}");
+    assert_eq!(figures["steps"], 5, "{report}");
+    for key in ["save_us", "restore_us", "list_us", "disk_bytes", "floor_us"] {
+        let v = figures[key].as_f64();
+        assert!(v.is_some_and(|v| v > 0.0), "{key}: {report}");
+    }
+    assert_eq!(
+        std::fs::read_dir(&scratch).unwrap().count(),
+        0,
+        "bench left files in its scratch directory"
+    );
+    assert!(!sb.store().exists(), "bench wrote into --dir");
+    // The table, with the default scratch directory (next to --dir, i.e. the sandbox).
+    let out = sb.caf(&["bench", "--executions", "1", "--steps", "2"]).ok();
+    assert!(out.out().contains("SAVE"), "{}", out.describe());
+    assert!(out.out().contains("files"), "{}", out.describe());
+    assert_eq!(
+        std::fs::read_dir(sb.path()).unwrap().count(),
+        1,
+        "bench left files next to --dir"
+    );
+    // A scratch directory that does not exist.
+    let args = "--json bench --executions 1 --steps 1 --scratch nope";
+    let out = sb.caf(&args.split(' ').collect::<Vec<_>>()).fails(1);
+    assert!(out.err().contains("nope"), "{}", out.describe());
+}
+
+// ---------------------------------------------------------------------------------------------
+// The checkpoint directory
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn caf_dir_and_the_default_directory() {
+    let sb = Sandbox::new();
+    let env_dir = sb.path().join("from-env");
+    let env = [("CAF_DIR", s(&env_dir))];
+    sb.caf_plain(&["demo", "--steps", "2"], &env).ok();
+    assert_eq!(json_files(&env_dir).len(), 3);
+    let out = sb.caf_plain(&["--json", "list"], &env).ok();
+    assert_eq!(out.json().as_array().unwrap().len(), 3);
+    // --dir wins over CAF_DIR.
+    let out = sb
+        .caf_plain(&["--dir", &sb.store_str(), "list"], &env)
+        .fails(1);
+    assert!(out.err().contains(&sb.store_str()), "{}", out.describe());
+    // Without either: ./checkpoints in the working directory.
+    sb.caf_plain(&["demo", "--steps", "1"], &[]).ok();
+    assert_eq!(json_files(&sb.path().join("checkpoints")).len(), 2);
+    let out = sb.caf_plain(&["--json", "list"], &[]).ok();
+    assert_eq!(out.json().as_array().unwrap().len(), 2);
+    assert_eq!(json_files(&env_dir).len(), 3);
+}
