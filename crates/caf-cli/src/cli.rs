@@ -37,8 +37,13 @@ pub enum Command {
     Export(ExportArgs),
     /// Delete checkpoints, or a whole execution.
     Delete(DeleteArgs),
+    /// Rewrite checkpoint files (or directories of them) in the current format.
+    Migrate(MigrateArgs),
     /// Print the JSON Schema of a format version.
+    #[command(disable_version_flag = true)]
     Schema(SchemaArgs),
+    /// Show what changed between two checkpoints (or a checkpoint and its parent).
+    Diff(DiffArgs),
     /// Measure save, restore-latest and list on the agent-run workload.
     Bench(BenchArgs),
 }
@@ -122,12 +127,42 @@ pub struct DeleteArgs {
     pub execution: Option<String>,
 }
 
+/// `caf migrate`.
+#[derive(Debug, Args)]
+pub struct MigrateArgs {
+    /// Files, or directories searched recursively for `*.json`.
+    #[arg(required = true)]
+    pub paths: Vec<PathBuf>,
+    /// The version to migrate to (only the current version is supported).
+    #[arg(long, value_name = "VERSION")]
+    pub to: Option<String>,
+    /// Report what would change; write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Keep each original next to it as `NAME.json.<old version>.bak`.
+    #[arg(long)]
+    pub backup: bool,
+}
+
 /// `caf schema`.
 #[derive(Debug, Args)]
 pub struct SchemaArgs {
     /// The format version (default: the current one).
     #[arg(long = "version", value_name = "VERSION")]
     pub format_version: Option<String>,
+}
+
+/// `caf diff`.
+#[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("sides").required(true).args(["targets", "execution"])))]
+pub struct DiffArgs {
+    /// Checkpoint ids or file paths: `A B` diffs A → B; a single one is diffed against its
+    /// parent.
+    #[arg(num_args = 1..=2, value_name = "CHECKPOINT")]
+    pub targets: Vec<String>,
+    /// Diff the last two checkpoints of this execution instead.
+    #[arg(long, short = 'e', conflicts_with = "targets")]
+    pub execution: Option<String>,
 }
 
 /// `caf bench`.

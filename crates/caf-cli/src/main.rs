@@ -10,7 +10,7 @@ mod commands;
 mod demo;
 mod output;
 
-use clap::{CommandFactory, FromArgMatches};
+use clap::Parser;
 use std::process::ExitCode;
 
 /// A failure the CLI reports: one line on stderr and an exit code.
@@ -51,12 +51,9 @@ impl From<caf_core::Error> for Failure {
 pub type CmdResult = Result<(), Failure>;
 
 fn main() -> ExitCode {
-    // `caf schema --version V` names a format version, so that command cannot also have the
-    // `--version` flag that `propagate_version` gives every command (clap panics on the clash).
-    let matches = cli::Cli::command()
-        .mut_subcommand("schema", |c| c.disable_version_flag(true))
-        .get_matches();
-    let cli = cli::Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    // (`caf schema --version V` names a format version: that command disables clap's version
+    // flag in cli.rs.)
+    let cli = cli::Cli::parse();
     match commands::run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(Failure::Failed(lines)) => {

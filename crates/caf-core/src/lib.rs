@@ -12,6 +12,9 @@
 //!   parse → detect version → validate → typed value ([`format::decode`]).
 //! - [`store`]: the [`CheckpointStore`] trait and its [`MemoryStore`] and [`FileStore`]
 //!   implementations; the [`CheckpointManager`] ties state and store together.
+//! - [`diff`](mod@diff): [`diff()`] compares two checkpoints ([`CheckpointDiff`]): thoughts and
+//!   tool calls added, completed and changed, context changes at JSON Pointer paths, progress
+//!   and cost.
 //!
 //! ```
 //! use caf_core::{CheckpointManager, CheckpointOptions, CheckpointReason, MemoryStore, RuntimeState};
@@ -31,6 +34,7 @@
 //! ```
 
 pub mod clock;
+pub mod diff;
 pub mod error;
 pub mod format;
 pub mod id;
@@ -39,6 +43,7 @@ pub mod runtime;
 pub mod store;
 
 pub use clock::{Clock, SystemClock, Timestamp};
+pub use diff::{diff, CheckpointDiff};
 pub use error::{Error, Result};
 pub use format::{
     Checkpoint, CheckpointReason, Limits, LoadError, Metadata, Snapshot, CURRENT_VERSION,

@@ -1,9 +1,11 @@
 //! One module per command; `run` dispatches.
 
 mod delete;
-mod files;
+mod diff;
+pub mod files;
 mod inspect;
 mod list;
+mod migrate;
 
 use crate::cli::{Cli, Command};
 use crate::{CmdResult, Failure};
@@ -22,7 +24,9 @@ pub fn run(cli: Cli) -> CmdResult {
         Command::Import(a) => files::import(dir, json, &a.paths),
         Command::Export(a) => files::export(dir, &a),
         Command::Delete(a) => delete::run(dir, json, &a),
+        Command::Migrate(a) => migrate::run(json, &a),
         Command::Schema(a) => schema(a.format_version.as_deref()),
+        Command::Diff(a) => diff::run(dir, json, &a),
         Command::Bench(a) => crate::bench::run(dir, json, &a),
     }
 }
