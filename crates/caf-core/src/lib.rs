@@ -52,3 +52,9 @@ pub use id::{CheckpointId, ExecutionId, IdError};
 pub use manager::{CheckpointManager, CheckpointOptions, Restored};
 pub use runtime::{Event, RuntimeState};
 pub use store::{CheckpointStore, CheckpointSummary, FileStore, ListFilter, MemoryStore};
+
+/// The README's example, compiled as a doctest so that it cannot rot.
+#[doc = include_str!("../../../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;
+
