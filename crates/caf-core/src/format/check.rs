@@ -139,76 +139,77 @@ fn fits(v: &Value, budget: usize) -> bool {
 }
 
 /// Refuses free-form values that would nest deeper than readers accept ([`Limits::max_depth`],
-/// counting the document's own levels above each value).
+/// counting the document's own levels above each value). Pointers are only built on failure.
 fn check_depth(c: &Checkpoint) -> Result<(), EncodeError> {
     let max = Limits::default().max_depth;
-    let mut places: Vec<(String, usize, &Value)> = Vec::new();
-    let mut objects: Vec<(String, usize, &serde_json::Map<String, Value>)> = vec![
-        ("/extensions".into(), 1, &c.extensions),
-        ("/metadata/extensions".into(), 2, &c.metadata.extensions),
-        (
-            "/snapshot/context/variables".into(),
-            3,
-            &c.snapshot.context.variables,
-        ),
-        (
-            "/snapshot/context/state".into(),
-            3,
-            &c.snapshot.context.state,
-        ),
-        (
-            "/snapshot/tool_state/results".into(),
-            3,
-            &c.snapshot.tool_state.results,
-        ),
-    ];
-    for v in &c.snapshot.context.history {
-        places.push(("/snapshot/context/history".into(), 4, v));
-    }
-    for v in &c.snapshot.context.messages {
-        places.push(("/snapshot/context/messages".into(), 4, v));
-    }
-    for v in &c.snapshot.context.memory {
-        places.push(("/snapshot/context/memory".into(), 4, v));
-    }
-    for (i, t) in c.snapshot.thought_chain.thoughts.iter().enumerate() {
-        let p = format!("/snapshot/thought_chain/thoughts/{i}");
-        for v in &t.alternatives {
-            places.push((format!("{p}/alternatives"), 6, v));
-        }
-        objects.push((format!("{p}/metadata"), 5, &t.metadata));
-        objects.push((format!("{p}/extensions"), 5, &t.extensions));
-    }
-    for (i, call) in c.snapshot.tool_state.calls.iter().enumerate() {
-        let p = format!("/snapshot/tool_state/calls/{i}");
-        places.push((format!("{p}/args"), 5, &call.args));
-        if let Some(r) = &call.result {
-            places.push((format!("{p}/result"), 5, r));
-        }
-        objects.push((format!("{p}/extensions"), 5, &call.extensions));
-    }
-    for (i, s) in c.snapshot.progress.completed_steps.iter().enumerate() {
-        if let Some(r) = &s.result {
-            places.push((
-                format!("/snapshot/progress/completed_steps/{i}/result"),
-                5,
-                r,
-            ));
-        }
-    }
-    // An object at depth d holds members at depth d + 1.
     let too_deep = |pointer: String| EncodeError::Invalid {
         pointer,
         message: format!("nesting deeper than {max} levels, which caf refuses to read"),
     };
-    for (p, base, m) in objects {
-        if !m.values().all(|v| fits(v, max.saturating_sub(base + 1))) {
-            return Err(too_deep(p));
+    // `base` is the depth of the container holding the value.
+    let value = |v: &Value, base: usize| fits(v, max.saturating_sub(base));
+    let object = |m: &serde_json::Map<String, Value>, base: usize| {
+        m.values().all(|v| fits(v, max.saturating_sub(base + 1)))
+    };
+    let top = [
+        ("/extensions", 1, &c.extensions),
+        ("/metadata/extensions", 2, &c.metadata.extensions),
+        (
+            "/snapshot/context/variables",
+            3,
+            &c.snapshot.context.variables,
+        ),
+        ("/snapshot/context/state", 3, &c.snapshot.context.state),
+        (
+            "/snapshot/tool_state/results",
+            3,
+            &c.snapshot.tool_state.results,
+        ),
+    ];
+    for (p, base, m) in top {
+        if !object(m, base) {
+            return Err(too_deep(p.into()));
         }
     }
-    for (p, base, v) in places {
-        if !fits(v, max.saturating_sub(base)) {
-            return Err(too_deep(p));
+    let ctx = &c.snapshot.context;
+    for (p, list) in [
+        ("history", &ctx.history),
+        ("messages", &ctx.messages),
+        ("memory", &ctx.memory),
+    ] {
+        if let Some(i) = list.iter().position(|v| !value(v, 4)) {
+            return Err(too_deep(format!("/snapshot/context/{p}/{i}")));
+        }
+    }
+    for (i, t) in c.snapshot.thought_chain.thoughts.iter().enumerate() {
+        let p = |f: &str| format!("/snapshot/thought_chain/thoughts/{i}/{f}");
+        if let Some(j) = t.alternatives.iter().position(|v| !value(v, 6)) {
+            return Err(too_deep(p(&format!("alternatives/{j}"))));
+        }
+        if !object(&t.metadata, 5) {
+            return Err(too_deep(p("metadata")));
+        }
+        if !object(&t.extensions, 5) {
+            return Err(too_deep(p("extensions")));
+        }
+    }
+    for (i, call) in c.snapshot.tool_state.calls.iter().enumerate() {
+        let p = |f: &str| format!("/snapshot/tool_state/calls/{i}/{f}");
+        if !value(&call.args, 5) {
+            return Err(too_deep(p("args")));
+        }
+        if call.result.as_ref().is_some_and(|r| !value(r, 5)) {
+            return Err(too_deep(p("result")));
+        }
+        if !object(&call.extensions, 5) {
+            return Err(too_deep(p("extensions")));
+        }
+    }
+    for (i, s) in c.snapshot.progress.completed_steps.iter().enumerate() {
+        if s.result.as_ref().is_some_and(|r| !value(r, 5)) {
+            return Err(too_deep(format!(
+                "/snapshot/progress/completed_steps/{i}/result"
+            )));
         }
     }
     Ok(())
