@@ -1,6 +1,8 @@
 //! Shared test helpers for caf: checkpoint builders and proptest strategies ([`gen`]), the
-//! store conformance suite ([`conformance`]), and small file-system helpers.
+//! store conformance suite ([`conformance`]), the harness that runs the real `caf` binary in the
+//! command-line tests ([`cli`]), and small file-system helpers.
 
+pub mod cli;
 pub mod conformance;
 pub mod gen;
 

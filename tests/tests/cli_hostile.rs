@@ -4,101 +4,26 @@
 //! table says), never a panic, and without changing a byte of the checkpoint files in the store it
 //! was imported into. Symlinks, directories, FIFOs and devices are not read at all.
 //!
-//! The binary is built like in `cli.rs` (see [`caf_bin`]).
+//! The binary is built and run by the shared harness, [`caf_tests::cli`].
 
 #![allow(clippy::unwrap_used)]
 
-use std::collections::BTreeMap;
+use caf_tests::cli::{files, fixtures, s, Out, Sandbox};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::sync::OnceLock;
-use std::time::{Duration, Instant};
-
-// ---------------------------------------------------------------------------------------------
-// Running the binary (as in cli.rs)
-// ---------------------------------------------------------------------------------------------
-
-fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_path_buf()
-}
-
-fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures")
-}
+use std::process::Command;
 
 fn hostile_dir() -> PathBuf {
     fixtures().join("hostile")
 }
 
-/// The `caf` binary, built (or found up to date) once per test process, in the target directory
-/// and profile this test executable was built with; `CAF_TEST_BIN` overrides.
-fn caf_bin() -> &'static Path {
-    static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| {
-        if let Some(bin) = std::env::var_os("CAF_TEST_BIN") {
-            return PathBuf::from(bin);
-        }
-        // This executable is <target-dir>/<profile>/deps/cli_hostile-<hash>.
-        let exe = std::env::current_exe().unwrap();
-        let profile_dir = exe.parent().and_then(Path::parent).unwrap();
-        let target_dir = profile_dir.parent().unwrap();
-        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-        let mut cmd = Command::new(cargo);
-        cmd.current_dir(workspace())
-            .args(["build", "--quiet", "-p", "caf-cli", "--bin", "caf"])
-            .arg("--target-dir")
-            .arg(target_dir);
-        match profile_dir.file_name().and_then(|n| n.to_str()) {
-            Some("debug") | None => {}
-            Some("release") => {
-                cmd.arg("--release");
-            }
-            Some(other) => {
-                cmd.args(["--profile", other]);
-            }
-        }
-        let status = cmd
-            .status()
-            .expect("running cargo build for the caf binary");
-        assert!(status.success(), "cargo build -p caf-cli failed: {status}");
-        let bin = profile_dir.join(format!("caf{}", std::env::consts::EXE_SUFFIX));
-        assert!(bin.is_file(), "{} was not built", bin.display());
-        bin
-    })
-}
-
-/// What one run of `caf` did.
-struct Out {
-    what: String,
-    code: i32,
-    stdout: Vec<u8>,
-    stderr: Vec<u8>,
-}
-
-impl Out {
-    fn out(&self) -> String {
-        String::from_utf8_lossy(&self.stdout).into_owned()
-    }
-
-    fn err(&self) -> String {
-        String::from_utf8_lossy(&self.stderr).into_owned()
-    }
-
-    fn describe(&self) -> String {
-        format!(
-            "`{}` exited {}\n--- stdout ---\n{}\n--- stderr ---\n{}",
-            self.what,
-            self.code,
-            self.out(),
-            self.err()
-        )
-    }
-
+/// Checks of a run that should have refused a file.
+trait Refusal {
     /// Why this run is not a clean refusal of `file` (exit 1, only error and warning lines on
     /// stderr, at least one error line naming `file` and containing `mentions`), if it is not.
+    fn refusal_problem(&self, file: &str, mentions: &str) -> Option<String>;
+}
+
+impl Refusal for Out {
     fn refusal_problem(&self, file: &str, mentions: &str) -> Option<String> {
         let err = self.err();
         let naming: Vec<&str> = err
@@ -126,157 +51,25 @@ impl Out {
     }
 }
 
-/// Runs `caf` with `args` in `cwd` (with `CAF_DIR` and colour variables removed) and checks what
-/// every run must satisfy: it exits within a minute, prints no ANSI escape codes and does not
-/// panic.
-fn run_caf(cwd: &Path, args: &[&str]) -> Out {
-    let mut cmd = Command::new(caf_bin());
-    cmd.current_dir(cwd)
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    for var in [
-        "CAF_DIR",
-        "CLICOLOR_FORCE",
-        "CLICOLOR",
-        "NO_COLOR",
-        "TERM",
-        "RUST_BACKTRACE",
-    ] {
-        cmd.env_remove(var);
-    }
-    let what = format!("caf {}", args.join(" "));
-    let mut child = cmd.spawn().unwrap_or_else(|e| panic!("{what}: {e}"));
-    let mut so = child.stdout.take().unwrap();
-    let mut se = child.stderr.take().unwrap();
-    let read_out = std::thread::spawn(move || {
-        let mut v = Vec::new();
-        std::io::Read::read_to_end(&mut so, &mut v).map(|_| v)
-    });
-    let read_err = std::thread::spawn(move || {
-        let mut v = Vec::new();
-        std::io::Read::read_to_end(&mut se, &mut v).map(|_| v)
-    });
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let mut pause = Duration::from_micros(200);
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("{what}: still running after 60 s (killed)");
-        }
-        std::thread::sleep(pause);
-        pause = (pause * 2).min(Duration::from_millis(10));
-    };
-    let out = Out {
-        code: status
-            .code()
-            .unwrap_or_else(|| panic!("{what}: killed by a signal ({status})")),
-        stdout: read_out.join().unwrap().unwrap(),
-        stderr: read_err.join().unwrap().unwrap(),
-        what,
-    };
-    for (name, bytes) in [("stdout", &out.stdout), ("stderr", &out.stderr)] {
-        assert!(
-            !bytes.contains(&0x1b),
-            "ANSI escape code on {name} (not a terminal): {}",
-            out.describe()
-        );
-    }
-    assert!(!out.err().contains("panicked"), "{}", out.describe());
-    out
+/// The sandbox of these tests: its store holds the checkpoints of `caf demo --steps 2`, and
+/// hostile files are fed to it.
+trait HostileSandbox: Sized {
+    /// A sandbox whose store holds the checkpoints of `caf demo --steps 2`.
+    fn with_demo() -> Self;
+
+    /// Checks that `validate FILE` and `import FILE` refuse `file`, saying `mentions`, and that
+    /// the import changed no file of the store; returns what went wrong.
+    fn refusal_problems(&self, file: &Path, mentions: &str) -> Vec<String>;
 }
 
-/// Every file under `dir` outside hidden directories (the store's `.caf/` index may be
-/// rewritten), with its bytes (a symlink: its target), keyed by its path relative to `dir`.
-fn files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
-    fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<String, Vec<u8>>) {
-        for e in std::fs::read_dir(dir).unwrap() {
-            let e = e.unwrap();
-            let path = e.path();
-            let ft = e.file_type().unwrap();
-            let rel = path
-                .strip_prefix(root)
-                .unwrap()
-                .to_string_lossy()
-                .into_owned();
-            if ft.is_dir() {
-                if !e.file_name().to_string_lossy().starts_with('.') {
-                    walk(root, &path, out);
-                }
-            } else if ft.is_symlink() {
-                let target = std::fs::read_link(&path).unwrap();
-                out.insert(rel, target.to_string_lossy().as_bytes().to_vec());
-            } else if ft.is_file() {
-                out.insert(rel, std::fs::read(&path).unwrap());
-            } else {
-                out.insert(rel, b"<special file>".to_vec());
-            }
-        }
-    }
-    let mut out = BTreeMap::new();
-    walk(dir, dir, &mut out);
-    out
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
-
-/// A temporary working directory with a store `store/` holding the checkpoints of
-/// `caf demo --steps 2`.
-struct Sandbox {
-    tmp: tempfile::TempDir,
-}
-
-impl Sandbox {
-    fn new() -> Self {
-        let sb = Self {
-            tmp: tempfile::Builder::new()
-                .prefix("caf-cli-hostile-")
-                .tempdir()
-                .unwrap(),
-        };
-        let out = sb.caf(&["demo", "--steps", "2"]);
-        assert_eq!(out.code, 0, "{}", out.describe());
+impl HostileSandbox for Sandbox {
+    fn with_demo() -> Self {
+        let sb = Sandbox::with_prefix("caf-cli-hostile-");
+        sb.caf(&["demo", "--steps", "2"]).ok();
         assert_eq!(sb.list_ids().len(), 3);
         sb
     }
 
-    fn path(&self) -> &Path {
-        self.tmp.path()
-    }
-
-    fn store(&self) -> PathBuf {
-        self.path().join("store")
-    }
-
-    /// `caf --dir store ARGS…`, in the sandbox.
-    fn caf(&self, args: &[&str]) -> Out {
-        let store = self.store();
-        let mut all = vec!["--dir", s(&store)];
-        all.extend_from_slice(args);
-        run_caf(self.path(), &all)
-    }
-
-    fn list_ids(&self) -> Vec<String> {
-        let out = self.caf(&["--json", "list"]);
-        assert_eq!(out.code, 0, "{}", out.describe());
-        let items: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-        items
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|i| i["id"].as_str().unwrap().to_string())
-            .collect()
-    }
-
-    /// Checks that `validate FILE` and `import FILE` refuse `file`, saying `mentions`, and that
-    /// the import changed no file of the store; returns what went wrong.
     fn refusal_problems(&self, file: &Path, mentions: &str) -> Vec<String> {
         let before = files(&self.store());
         let ids = self.list_ids();
@@ -348,7 +141,7 @@ fn the_readme_describes_every_hostile_file() {
 
 #[test]
 fn every_hostile_file_is_refused_by_validate_and_import() {
-    let sb = Sandbox::new();
+    let sb = Sandbox::with_demo();
     let mut problems = Vec::new();
     for (file, _, mentions) in readme_cases() {
         let path = hostile_dir().join(&file);
@@ -360,7 +153,7 @@ fn every_hostile_file_is_refused_by_validate_and_import() {
 /// All of them at once: one line (at least) per file, and still nothing imported.
 #[test]
 fn the_whole_corpus_at_once_is_refused() {
-    let sb = Sandbox::new();
+    let sb = Sandbox::with_demo();
     let before = files(&sb.store());
     let cases = readme_cases();
     let dir = hostile_dir();
@@ -400,7 +193,7 @@ fn the_whole_corpus_at_once_is_refused() {
 /// Hostile files that got into the store directory are reported, not listed, and not changed.
 #[test]
 fn hostile_files_inside_the_store_are_skipped_with_a_warning() {
-    let sb = Sandbox::new();
+    let sb = Sandbox::with_demo();
     let ids = sb.list_ids();
     let cases = readme_cases();
     for (file, _, _) in &cases {
@@ -451,7 +244,7 @@ fn hostile_files_inside_the_store_are_skipped_with_a_warning() {
 
 #[test]
 fn twenty_thousand_levels_of_nesting_are_refused() {
-    let sb = Sandbox::new();
+    let sb = Sandbox::with_demo();
     let n = 20_000;
     let docs = [
         ("arrays", format!("{}{}", "[".repeat(n), "]".repeat(n))),
@@ -486,7 +279,7 @@ fn twenty_thousand_levels_of_nesting_are_refused() {
 /// is slow.)
 #[test]
 fn a_file_over_64_mib_is_refused() {
-    let sb = Sandbox::new();
+    let sb = Sandbox::with_demo();
     let limit: usize = 64 * 1024 * 1024;
     let minimal = std::fs::read(fixtures().join("v1.0.0/minimal.json")).unwrap();
     let mut doc: serde_json::Value = serde_json::from_slice(&minimal).unwrap();
@@ -527,7 +320,7 @@ fn a_file_over_64_mib_is_refused() {
 #[cfg(unix)]
 #[test]
 fn a_symlink_in_the_store_is_not_followed() {
-    let sb = Sandbox::new();
+    let sb = Sandbox::with_demo();
     let ids = sb.list_ids();
     // A valid checkpoint outside the store, and a link to it inside, named like a checkpoint.
     let outside = sb.path().join("outside.json");
@@ -595,7 +388,7 @@ fn a_symlink_in_the_store_is_not_followed() {
 #[cfg(unix)]
 #[test]
 fn devices_fifos_and_directories_are_not_read() {
-    let sb = Sandbox::new();
+    let sb = Sandbox::with_demo();
     let dev_zero = Path::new("/dev/zero");
     if dev_zero.exists() {
         let problems = sb.refusal_problems(dev_zero, "not a regular file (a special file)");

@@ -58,6 +58,19 @@ pub enum Error {
     /// A state mutation referred to something that is not there.
     #[error(transparent)]
     State(#[from] StateError),
+    /// A storage backend outside this crate failed (a database, for example the SQL stores of
+    /// `caf-sql`): `backend` names it (`sqlite`, `postgres`, …), `message` says what failed in
+    /// words a user can act on, and `source` is the backend's own error when there is one.
+    #[error("{backend}: {message}")]
+    Backend {
+        /// Which backend (`sqlite`, `postgres`, …).
+        backend: &'static str,
+        /// What failed.
+        message: String,
+        /// The backend's own error.
+        #[source]
+        source: Option<Box<dyn std::error::Error + Send + Sync>>,
+    },
 }
 
 /// `Result` with [`Error`].

@@ -57,4 +57,3 @@ pub use store::{CheckpointStore, CheckpointSummary, FileStore, ListFilter, Memor
 #[doc = include_str!("../../../README.md")]
 #[cfg(doctest)]
 pub struct ReadmeDoctests;
-

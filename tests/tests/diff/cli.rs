@@ -1,88 +1,25 @@
-//! `caf diff`, running the real binary.
+//! `caf diff`, running the real binary through the shared harness, [`caf_tests::cli`].
 
+use caf_tests::cli::{ids, run_caf, s, Out};
 use serde_json::Value;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
-use std::sync::OnceLock;
+use std::path::Path;
 
-/// The `caf` binary, built once per test process into the target directory of this test.
-fn caf_bin() -> &'static Path {
-    static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| {
-        if let Some(bin) = std::env::var_os("CAF_TEST_BIN") {
-            return PathBuf::from(bin);
-        }
-        let exe = std::env::current_exe().unwrap();
-        let profile_dir = exe.parent().and_then(Path::parent).unwrap().to_path_buf();
-        let target_dir = profile_dir.parent().unwrap();
-        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-        let mut cmd = Command::new(cargo);
-        cmd.current_dir(env!("CARGO_MANIFEST_DIR"))
-            .args([
-                "build",
-                "--quiet",
-                "-p",
-                "caf-cli",
-                "--bin",
-                "caf",
-                "--target-dir",
-            ])
-            .arg(target_dir);
-        match profile_dir.file_name().and_then(|n| n.to_str()) {
-            Some("debug") | None => {}
-            Some("release") => {
-                cmd.arg("--release");
-            }
-            Some(other) => {
-                cmd.args(["--profile", other]);
-            }
-        }
-        assert!(
-            cmd.status().unwrap().success(),
-            "cargo build -p caf-cli failed"
-        );
-        profile_dir.join(format!("caf{}", std::env::consts::EXE_SUFFIX))
-    })
-}
-
-struct Run {
-    code: i32,
-    out: String,
-    err: String,
-}
-
-fn caf(dir: &Path, args: &[&str]) -> Run {
-    let mut cmd = Command::new(caf_bin());
-    cmd.arg("--dir").arg(dir).args(args).stdin(Stdio::null());
-    for var in ["CAF_DIR", "CLICOLOR_FORCE", "CLICOLOR", "NO_COLOR"] {
-        cmd.env_remove(var);
-    }
-    let Output {
-        status,
-        stdout,
-        stderr,
-    } = cmd.output().unwrap();
-    let run = Run {
-        code: status.code().unwrap(),
-        out: String::from_utf8(stdout).unwrap(),
-        err: String::from_utf8(stderr).unwrap(),
-    };
+/// `caf --dir DIR ARGS…`, in this test's working directory; its output must be UTF-8.
+fn caf(dir: &Path, args: &[&str]) -> Out {
+    let mut all = vec!["--dir", s(dir)];
+    all.extend_from_slice(args);
+    let r = run_caf(&std::env::current_dir().unwrap(), &all, &[]);
     assert!(
-        !run.err.contains("panicked"),
-        "caf {args:?} panicked: {}",
-        run.err
+        std::str::from_utf8(&r.stdout).is_ok() && std::str::from_utf8(&r.stderr).is_ok(),
+        "output is not UTF-8: {}",
+        r.describe()
     );
-    assert!(
-        !run.out.contains('\x1b') && !run.err.contains('\x1b'),
-        "colour on a pipe"
-    );
-    run
+    r
 }
 
+/// `caf --dir DIR ARGS…`, which must succeed, with its stdout as JSON.
 fn ok_json(dir: &Path, args: &[&str]) -> Value {
-    let r = caf(dir, args);
-    assert_eq!(r.code, 0, "caf {args:?}: {}", r.err);
-    serde_json::from_str(&r.out).unwrap()
+    caf(dir, args).ok().json()
 }
 
 /// A demo store and its execution's checkpoint ids, newest first.
@@ -95,13 +32,7 @@ fn demo() -> (tempfile::TempDir, String, Vec<String>) {
         .unwrap()
         .to_string();
     let list = ok_json(&dir, &["--json", "list", "--execution", &exec]);
-    let ids = list
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["id"].as_str().unwrap().to_string())
-        .collect();
-    (tmp, exec, ids)
+    (tmp, exec, ids(list.as_array().unwrap()))
 }
 
 #[test]
@@ -154,9 +85,9 @@ fn cli_diff_of_an_execution_and_of_a_checkpoint_with_its_parent() {
 
     // Human output: a header, sections, `+` / `~` lines, no colour on a pipe.
     let r = caf(&steps, &["diff", "--execution", &exec]);
-    assert_eq!(r.code, 0, "{}", r.err);
+    assert_eq!(r.code, 0, "{}", r.err());
     let header = format!("{} → {}\n", ids[2], ids[1]);
-    assert!(r.out.starts_with(&header), "{}", r.out);
+    assert!(r.out().starts_with(&header), "{}", r.out());
     for section in [
         "\nThoughts (",
         "\nTool calls (",
@@ -164,19 +95,19 @@ fn cli_diff_of_an_execution_and_of_a_checkpoint_with_its_parent() {
         "\nProgress\n",
         "\nMetadata\n",
     ] {
-        assert!(r.out.contains(section), "no {section:?} in\n{}", r.out);
+        assert!(r.out().contains(section), "no {section:?} in\n{}", r.out());
     }
-    assert!(r.out.contains("\n  + th_"), "{}", r.out);
-    assert!(r.out.contains("\n  ~ /variables/step: "), "{}", r.out);
-    assert!(r.out.contains("\n  ~ step "), "{}", r.out);
-    assert!(r.out.contains("\n  ~ tokens "), "{}", r.out);
+    assert!(r.out().contains("\n  + th_"), "{}", r.out());
+    assert!(r.out().contains("\n  ~ /variables/step: "), "{}", r.out());
+    assert!(r.out().contains("\n  ~ step "), "{}", r.out());
+    assert!(r.out().contains("\n  ~ tokens "), "{}", r.out());
 
     // File paths work as well as ids, and a checkpoint against itself has no differences.
     let file = dir.join(format!("{}.json", ids[0]));
     let file = file.to_str().unwrap();
     let r = caf(&dir, &["diff", file, &ids[0]]);
-    assert_eq!(r.code, 0, "{}", r.err);
-    assert!(r.out.ends_with("no differences\n"), "{}", r.out);
+    assert_eq!(r.code, 0, "{}", r.err());
+    assert!(r.out().ends_with("no differences\n"), "{}", r.out());
     let d = ok_json(&dir, &["--json", "diff", file]);
     assert_eq!(from_to(&d), (parent, ids[0].clone()));
 }
@@ -187,16 +118,16 @@ fn cli_diff_failures() {
     let dir = tmp.path().join("ckpts");
     let root = ids.last().unwrap();
     let r = caf(&dir, &["diff", root]);
-    assert_eq!(r.code, 1, "{}", r.out);
-    assert!(r.err.contains("root checkpoint"), "{}", r.err);
+    assert_eq!(r.code, 1, "{}", r.out());
+    assert!(r.err().contains("root checkpoint"), "{}", r.err());
     let r = caf(&dir, &["diff", "ckpt_does_not_exist"]);
     assert_eq!(r.code, 1);
-    assert!(r.err.contains("ckpt_does_not_exist"), "{}", r.err);
+    assert!(r.err().contains("ckpt_does_not_exist"), "{}", r.err());
     let r = caf(&dir, &["diff", "../etc/passwd.json", &ids[0]]);
     assert_eq!(r.code, 1);
     let r = caf(&dir, &["diff", "--execution", "exec_nothing_here"]);
     assert_eq!(r.code, 1);
-    assert!(r.err.contains("needs two"), "{}", r.err);
+    assert!(r.err().contains("needs two"), "{}", r.err());
     // Bad usage: nothing to diff, three checkpoints, or both forms at once.
     assert_eq!(caf(&dir, &["diff"]).code, 2);
     assert_eq!(caf(&dir, &["diff", "a", "b", "c"]).code, 2);

@@ -24,6 +24,30 @@ fn backup_path(path: &Path, version: &str) -> PathBuf {
     path.with_file_name(name)
 }
 
+/// `files` without the repeats of a file (by its canonical directory and its name, so that
+/// `d` and `./d/a.json` meet, without following a link): a file read twice would be counted
+/// twice and inferred to be its own parent.
+fn unique(files: Vec<PathBuf>) -> Vec<PathBuf> {
+    let mut seen = std::collections::HashSet::new();
+    files
+        .into_iter()
+        .filter(|f| {
+            let key = match (f.parent(), f.file_name()) {
+                (Some(dir), Some(name)) => {
+                    let dir = if dir.as_os_str().is_empty() {
+                        Path::new(".")
+                    } else {
+                        dir
+                    };
+                    std::fs::canonicalize(dir).map_or_else(|_| f.clone(), |d| d.join(name))
+                }
+                _ => f.clone(),
+            };
+            seen.insert(key)
+        })
+        .collect()
+}
+
 /// Migrates every file given (directories recursively) to the current format.
 pub fn run(json: bool, a: &MigrateArgs) -> CmdResult {
     if let Some(to) = &a.to {
@@ -33,7 +57,7 @@ pub fn run(json: bool, a: &MigrateArgs) -> CmdResult {
             )));
         }
     }
-    let files = expand(&a.paths)?;
+    let files = unique(expand(&a.paths)?);
     let bar = (files.len() >= PROGRESS_FROM && !json).then(|| {
         let bar = indicatif::ProgressBar::new(files.len() as u64);
         bar.set_style(

@@ -76,8 +76,10 @@ pub fn infer_parents(items: &mut [super::Decoded]) -> usize {
         let (prev, next) = (pair[0], pair[1]);
         let same_execution =
             items[prev].checkpoint.execution_id == items[next].checkpoint.execution_id;
+        // Two files holding the same checkpoint (a copy) must not make it its own parent.
+        let distinct = items[prev].checkpoint.id != items[next].checkpoint.id;
         let orphan = items[next].was_migrated() && items[next].checkpoint.parent_id.is_none();
-        if same_execution && orphan {
+        if same_execution && distinct && orphan {
             items[next].checkpoint.parent_id = Some(items[prev].checkpoint.id.clone());
             set += 1;
         }

@@ -159,8 +159,10 @@ impl FileStore {
         self.index.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Saves already encoded bytes of `checkpoint` (used by import, which has them).
-    fn save_encoded(&self, checkpoint: &Checkpoint, bytes: &[u8]) -> Result<CheckpointSummary> {
+    /// Saves already encoded bytes of `checkpoint`: `bytes` must be
+    /// [`encode`]`(checkpoint)`. For callers that need the encoding anyway (import, or a hybrid
+    /// store that also indexes the checkpoint in a database), so that it is computed once.
+    pub fn save_encoded(&self, checkpoint: &Checkpoint, bytes: &[u8]) -> Result<CheckpointSummary> {
         let path = self.path_of(&checkpoint.id);
         let temp_dir = self.index().temp_dir();
         let meta = write_atomic(&path, temp_dir.as_deref(), bytes, self.options.write)?;
