@@ -51,29 +51,13 @@ impl CheckpointBuilder {
     /// A checkpoint with id `id` and the defaults.
     pub fn new(id: &str) -> Self {
         Self {
-            checkpoint: Checkpoint {
-                schema: SCHEMA_URL_1_0_0.to_string(),
-                version: CURRENT_VERSION.to_string(),
-                id: ckpt_id(id),
-                parent_id: None,
-                execution_id: exec_id("exec_default"),
-                agent_id: "agent".to_string(),
-                timestamp: Timestamp::from_micros(BASE_MICROS),
-                metadata: Metadata {
-                    step_number: 0,
-                    tokens_used: 0,
-                    duration_ms: 0,
-                    checkpoint_reason: CheckpointReason::Manual,
-                    name: None,
-                    description: None,
-                    labels: Vec::new(),
-                    agent_name: None,
-                    branch: None,
-                    extensions: JsonObject::new(),
-                },
-                snapshot: Snapshot::default(),
-                extensions: JsonObject::new(),
-            },
+            checkpoint: Checkpoint::new(
+                ckpt_id(id),
+                exec_id("exec_default"),
+                "agent",
+                Timestamp::from_micros(BASE_MICROS),
+                CheckpointReason::Manual,
+            ),
         }
     }
 

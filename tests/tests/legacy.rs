@@ -107,29 +107,13 @@ fn obj(v: Value) -> JsonObject {
 
 /// The smallest checkpoint: an empty snapshot, no optional field.
 fn minimal_checkpoint() -> Checkpoint {
-    Checkpoint {
-        schema: SCHEMA_URL_1_0_0.to_string(),
-        version: "1.0.0".into(),
-        id: CheckpointId::new("ckpt_golden_minimal").unwrap(),
-        parent_id: None,
-        execution_id: ExecutionId::new("exec_golden_minimal").unwrap(),
-        agent_id: "golden-agent".into(),
-        timestamp: ts("2025-02-05T21:20:00.000000Z"),
-        metadata: Metadata {
-            step_number: 0,
-            tokens_used: 0,
-            duration_ms: 0,
-            checkpoint_reason: CheckpointReason::Manual,
-            name: None,
-            description: None,
-            labels: Vec::new(),
-            agent_name: None,
-            branch: None,
-            extensions: JsonObject::new(),
-        },
-        snapshot: Snapshot::default(),
-        extensions: JsonObject::new(),
-    }
+    Checkpoint::new(
+        CheckpointId::new("ckpt_golden_minimal").unwrap(),
+        ExecutionId::new("exec_golden_minimal").unwrap(),
+        "golden-agent",
+        ts("2025-02-05T21:20:00.000000Z"),
+        CheckpointReason::Manual,
+    )
 }
 
 /// A checkpoint with every optional field of format 1.0.0 set.

@@ -3,10 +3,7 @@
 
 use crate::clock::{Clock, SystemClock};
 use crate::error::{Error, Result};
-use crate::format::{
-    encode, schema::SCHEMA_URL_1_0_0, Checkpoint, CheckpointReason, Limits, Metadata,
-    CURRENT_VERSION,
-};
+use crate::format::{encode, Checkpoint, CheckpointReason, Limits};
 use crate::id::{CheckpointId, ExecutionId};
 use crate::runtime::RuntimeState;
 use crate::store::read_checkpoint_file;
@@ -121,30 +118,22 @@ impl<S: CheckpointStore> CheckpointManager<S> {
         state: &mut RuntimeState,
         options: CheckpointOptions,
     ) -> Result<Checkpoint> {
-        let snapshot = state.snapshot().clone();
-        let checkpoint = Checkpoint {
-            schema: SCHEMA_URL_1_0_0.to_string(),
-            version: CURRENT_VERSION.to_string(),
-            id: (self.ids)(),
-            parent_id: state.last_checkpoint().cloned(),
-            execution_id: state.execution_id().clone(),
-            agent_id: state.agent_id().to_string(),
-            timestamp: state.clock().now(),
-            metadata: Metadata {
-                step_number: snapshot.progress.step_number,
-                tokens_used: state.tokens_used(),
-                duration_ms: state.duration_ms(),
-                checkpoint_reason: options.reason,
-                name: options.name,
-                description: options.description,
-                labels: options.labels,
-                agent_name: None,
-                branch: None,
-                extensions: Default::default(),
-            },
-            snapshot,
-            extensions: Default::default(),
-        };
+        let mut checkpoint = Checkpoint::new(
+            (self.ids)(),
+            state.execution_id().clone(),
+            state.agent_id(),
+            state.clock().now(),
+            options.reason,
+        );
+        checkpoint.parent_id = state.last_checkpoint().cloned();
+        let md = &mut checkpoint.metadata;
+        md.step_number = state.step_number();
+        md.tokens_used = state.tokens_used();
+        md.duration_ms = state.duration_ms();
+        md.name = options.name;
+        md.description = options.description;
+        md.labels = options.labels;
+        checkpoint.snapshot = state.snapshot().clone();
         self.store.save(&checkpoint)?;
         state.mark_checkpointed(&checkpoint);
         Ok(checkpoint)

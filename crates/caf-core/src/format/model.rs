@@ -423,7 +423,48 @@ pub struct CompletedStep {
     pub result: Option<Value>,
 }
 
+impl Metadata {
+    /// Metadata with just a reason: counters at zero, no name, labels or extensions.
+    pub fn new(checkpoint_reason: CheckpointReason) -> Self {
+        Self {
+            agent_name: None,
+            branch: None,
+            checkpoint_reason,
+            description: None,
+            duration_ms: 0,
+            extensions: JsonObject::new(),
+            labels: Vec::new(),
+            name: None,
+            step_number: 0,
+            tokens_used: 0,
+        }
+    }
+}
+
 impl Checkpoint {
+    /// A checkpoint of the current format with an empty snapshot, no parent and metadata with
+    /// just a reason; set the other fields as needed.
+    pub fn new(
+        id: CheckpointId,
+        execution_id: ExecutionId,
+        agent_id: impl Into<String>,
+        timestamp: Timestamp,
+        reason: CheckpointReason,
+    ) -> Self {
+        Self {
+            schema: super::schema::SCHEMA_URL_1_0_0.to_string(),
+            agent_id: agent_id.into(),
+            execution_id,
+            extensions: JsonObject::new(),
+            id,
+            metadata: Metadata::new(reason),
+            parent_id: None,
+            snapshot: Snapshot::default(),
+            timestamp,
+            version: super::CURRENT_VERSION.to_string(),
+        }
+    }
+
     /// The number of thoughts in the snapshot.
     pub fn thought_count(&self) -> usize {
         self.snapshot.thought_chain.thoughts.len()
