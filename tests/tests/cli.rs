@@ -1145,3 +1145,23 @@ fn caf_dir_and_the_default_directory() {
     assert_eq!(out.json().as_array().unwrap().len(), 2);
     assert_eq!(json_files(&env_dir).len(), 3);
 }
+
+#[test]
+fn inspect_shows_lineage_both_ways() {
+    let sb = Sandbox::new();
+    sb.demo(&["--steps", "3", "--crash-at", "0"]);
+    let items = sb.list(&[]); // newest first
+    let newest = items[0]["id"].as_str().unwrap();
+    let oldest = items.last().unwrap()["id"].as_str().unwrap();
+    let second = items[items.len() - 2]["id"].as_str().unwrap();
+    let out = sb.caf(&["inspect", oldest]).ok().out();
+    assert!(out.contains("none (first checkpoint)"), "{out}");
+    assert!(out.contains(&format!("Children    {second}")), "{out}");
+    let out = sb.caf(&["inspect", newest]).ok().out();
+    assert!(out.contains("Children    none (latest)"), "{out}");
+    // A file outside the store: its children are unknown, so the line is left out.
+    let copy = sb.path().join("copy.json");
+    std::fs::copy(sb.path_of(oldest), &copy).unwrap();
+    let out = sb.caf(&["inspect", s(&copy)]).ok().out();
+    assert!(!out.contains("Children"), "{out}");
+}

@@ -30,12 +30,33 @@ pub fn load_target(dir: &Path, target: &str) -> Result<(Checkpoint, u64, String)
         let size = std::fs::metadata(store.path_of(&id))
             .map(|m| m.len())
             .unwrap_or(0);
-        Ok((c, size, c_version()))
+        Ok((c, size, caf_core::CURRENT_VERSION.to_string()))
     }
 }
 
-fn c_version() -> String {
-    caf_core::CURRENT_VERSION.to_string()
+/// The checkpoints of the store in `dir` whose parent is `c`, from the index — when `target`
+/// is an id, or a file inside that store; `None` otherwise (a file elsewhere: its store is not
+/// known, and opening an arbitrary directory as a store would write an index into it).
+fn children(dir: &Path, target: &str, c: &Checkpoint) -> Option<Vec<String>> {
+    let in_store = !is_path(target)
+        || Path::new(target)
+            .parent()
+            .and_then(|p| p.canonicalize().ok())
+            .is_some_and(|p| dir.canonicalize().is_ok_and(|d| d == p));
+    if !in_store || !dir.is_dir() {
+        return None;
+    }
+    let store = caf_core::FileStore::open(dir).ok()?;
+    let filter = caf_core::ListFilter::execution(&c.execution_id);
+    let mut out: Vec<String> = store
+        .list(&filter)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|s| s.parent_id.as_ref() == Some(&c.id))
+        .map(|s| s.id.to_string())
+        .collect();
+    out.reverse(); // oldest first
+    Some(out)
 }
 
 /// Shows a checkpoint: `--json` prints the document itself (in the current format).
@@ -47,11 +68,18 @@ pub fn run(dir: &Path, json: bool, a: &InspectArgs) -> CmdResult {
         let _ = out.write_all(&bytes);
         return Ok(());
     }
-    print_view(&c, size, &version, a.last);
+    let kids = children(dir, &a.target, &c);
+    print_view(&c, size, &version, a.last, kids);
     Ok(())
 }
 
-fn print_view(c: &Checkpoint, size: u64, version: &str, last: usize) {
+fn print_view(
+    c: &Checkpoint,
+    size: u64,
+    version: &str,
+    last: usize,
+    children: Option<Vec<String>>,
+) {
     let mut o = anstream::stdout();
     let md = &c.metadata;
     let p = &c.snapshot.progress;
@@ -97,6 +125,11 @@ fn print_view(c: &Checkpoint, size: u64, version: &str, last: usize) {
         )
     });
     field(&mut o, "Parent", format!("{parent}{branch}"));
+    match children.as_deref() {
+        Some([]) => field(&mut o, "Children", "none (latest)".to_string()),
+        Some(many) => field(&mut o, "Children", many.join(", ")),
+        None => {}
+    }
     let total = p.total_steps.map_or(String::new(), |t| {
         let pct = (p.step_number.min(t) * 100).checked_div(t).unwrap_or(100);
         format!("/{t} ({pct}%)")
