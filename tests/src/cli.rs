@@ -205,6 +205,8 @@ pub fn run_caf(cwd: &Path, args: &[&str], envs: &[(&str, &str)]) -> Out {
         .stderr(Stdio::piped());
     for var in [
         "CAF_DIR",
+        "CAF_DATABASE_URL",
+        "DATABASE_URL",
         "CLICOLOR_FORCE",
         "CLICOLOR",
         "NO_COLOR",

@@ -9,14 +9,16 @@
 
 use crate::cli::BenchArgs;
 use crate::output::{self, Table};
+use crate::target::Target;
 use crate::{CmdResult, Failure};
 use anstyle::Style;
 use caf_core::format::encode;
 use caf_core::store::{write_atomic, AtomicWriteOptions};
 use caf_core::{
-    CheckpointManager, CheckpointOptions, CheckpointReason, CheckpointStore, FileStore, ListFilter,
-    RuntimeState,
+    Checkpoint, CheckpointManager, CheckpointOptions, CheckpointReason, CheckpointStore,
+    CheckpointSummary, FileStore, ListFilter, RuntimeState,
 };
+use caf_sql::{HybridStore, SqlStore};
 use serde::Serialize;
 use serde_json::json;
 use std::path::{Path, PathBuf};
@@ -24,10 +26,23 @@ use std::time::Instant;
 
 /// A storage mode to measure.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize)]
-#[serde(rename_all = "kebab-case")]
 pub enum Mode {
     /// JSON files only (FileStore).
+    #[value(name = "files")]
+    #[serde(rename = "files")]
     Files,
+    /// Files plus an embedded SQLite index, kept in sync on every save: the default durable mode.
+    #[value(name = "files+sqlite")]
+    #[serde(rename = "files+sqlite")]
+    FilesSqlite,
+    /// SQLite only.
+    #[value(name = "sqlite")]
+    #[serde(rename = "sqlite")]
+    Sqlite,
+    /// PostgreSQL only (needs --db postgres://…; a scratch database is created and dropped).
+    #[value(name = "postgres")]
+    #[serde(rename = "postgres")]
+    Postgres,
 }
 
 /// The figures of one mode.
@@ -48,6 +63,17 @@ pub struct Figures {
     restore_mean_us: f64,
     list_mean_us: f64,
     checkpoint_bytes_last: u64,
+    /// The database part of a save alone (no file serialization), median.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sync_us: Option<f64>,
+    /// The database part of save #10 of each execution, median.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sync_at_10_us: Option<f64>,
+    /// The database part of the last save of each execution, median.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sync_at_last_us: Option<f64>,
+    /// What storing every checkpoint whole would take (the sum of their encodings).
+    whole_bytes: u64,
 }
 
 fn median(v: &mut [f64]) -> f64 {
@@ -120,39 +146,127 @@ fn dir_bytes(dir: &Path) -> u64 {
         .sum()
 }
 
-fn measure_files(scratch: &Path, executions: u32, steps: u32) -> Result<Figures, Failure> {
+/// A store that keeps nothing: the bench builds checkpoints with a manager over it, then
+/// times the store under test itself.
+struct NullStore;
+
+impl CheckpointStore for NullStore {
+    fn save(&self, c: &Checkpoint) -> caf_core::Result<CheckpointSummary> {
+        Ok(CheckpointSummary::of(c, 0))
+    }
+    fn load(&self, id: &caf_core::CheckpointId) -> caf_core::Result<Checkpoint> {
+        Err(caf_core::Error::not_found(id))
+    }
+    fn list(&self, _: &ListFilter) -> caf_core::Result<Vec<CheckpointSummary>> {
+        Ok(Vec::new())
+    }
+    fn delete(&self, _: &caf_core::CheckpointId) -> caf_core::Result<bool> {
+        Ok(false)
+    }
+    fn delete_execution(&self, _: &caf_core::ExecutionId) -> caf_core::Result<usize> {
+        Ok(0)
+    }
+}
+
+fn sql_failure(e: impl std::fmt::Display) -> Failure {
+    Failure::msg(format!("bench: {e}"))
+}
+
+/// The store under test, and its database when it has one.
+fn open_store(
+    mode: Mode,
+    dir: &Path,
+    pg: Option<&str>,
+) -> Result<(Box<dyn CheckpointStore>, Option<SqlStore>), Failure> {
+    let sqlite = || {
+        SqlStore::open(&format!("sqlite://{}", dir.join("bench.db").display())).map_err(sql_failure)
+    };
+    Ok(match mode {
+        Mode::Files => (Box::new(FileStore::open(dir.join("store"))?), None),
+        Mode::FilesSqlite => (
+            Box::new(HybridStore::new(
+                FileStore::open(dir.join("store"))?,
+                sqlite()?,
+            )),
+            None,
+        ),
+        Mode::Sqlite => (Box::new(NullStore), Some(sqlite()?)),
+        Mode::Postgres => {
+            let url =
+                pg.ok_or_else(|| Failure::Usage("--mode postgres needs --db postgres://…".into()))?;
+            (
+                Box::new(NullStore),
+                Some(SqlStore::open(url).map_err(sql_failure)?),
+            )
+        }
+    })
+}
+
+fn measure(
+    mode: Mode,
+    scratch: &Path,
+    executions: u32,
+    steps: u32,
+    pg: Option<&str>,
+) -> Result<Figures, Failure> {
     let tmp = tempfile::Builder::new()
         .prefix(".caf-bench-")
         .tempdir_in(scratch)
         .map_err(|e| Failure::msg(format!("{}: {e}", scratch.display())))?;
-    let store_dir = tmp.path().join("store");
     let floor_dir = tmp.path().join("floor");
     std::fs::create_dir_all(&floor_dir)
         .map_err(|e| Failure::msg(format!("{}: {e}", floor_dir.display())))?;
-    let manager = CheckpointManager::new(FileStore::open(&store_dir)?);
-    let (mut save, mut floor) = (Vec::new(), Vec::new());
+    let (files_or_null, db) = open_store(mode, tmp.path(), pg)?;
+    // The store that is read back: the database alone in the SQL modes.
+    let store: &dyn CheckpointStore = match &db {
+        Some(db) => db,
+        None => files_or_null.as_ref(),
+    };
+    let maker = CheckpointManager::new(NullStore);
+    let (mut save, mut floor, mut sync) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut sync_10, mut sync_last) = (Vec::new(), Vec::new());
     let mut execs = Vec::new();
-    let mut last_bytes = 0;
+    let (mut last_bytes, mut whole) = (0, 0);
     for e in 0..executions {
         let mut state = RuntimeState::new(format!("bench-agent-{e}"));
         execs.push(state.execution_id().clone());
         for s in 1..=steps as usize {
             step(&mut state, s)?;
-            let t = Instant::now();
-            let c = manager.checkpoint(
+            let c = maker.checkpoint(
                 &mut state,
                 CheckpointOptions::new(CheckpointReason::StepCompleted),
             )?;
-            save.push(micros(t));
-            let bytes = encode(&c).map_err(|e| Failure::msg(e.to_string()))?;
+            let t = Instant::now();
+            let bytes = match &db {
+                None => {
+                    store.save(&c)?;
+                    save.push(micros(t));
+                    encode(&c).map_err(|e| Failure::msg(e.to_string()))?
+                }
+                Some(db) => {
+                    let bytes = encode(&c).map_err(|e| Failure::msg(e.to_string()))?;
+                    let t_sync = Instant::now();
+                    db.sync_encoded(&c, &bytes).map_err(sql_failure)?;
+                    let us = micros(t_sync);
+                    save.push(micros(t));
+                    sync.push(us);
+                    if s == 10 {
+                        sync_10.push(us);
+                    }
+                    if s == steps as usize {
+                        sync_last.push(us);
+                    }
+                    bytes
+                }
+            };
             last_bytes = bytes.len() as u64;
+            whole += last_bytes;
             let target = floor_dir.join(format!("{}.json", c.id));
             let t = Instant::now();
             write_atomic(&target, None, &bytes, AtomicWriteOptions::default())?;
             floor.push(micros(t));
         }
     }
-    let store = manager.store();
     let (mut restore, mut list) = (Vec::new(), Vec::new());
     for e in &execs {
         let t = Instant::now();
@@ -173,8 +287,13 @@ fn measure_files(scratch: &Path, executions: u32, steps: u32) -> Result<Figures,
             )));
         }
     }
+    let sql_mode = db.is_some();
+    drop(files_or_null);
+    drop(db);
+    let disk_bytes = dir_bytes(tmp.path()) - dir_bytes(&floor_dir);
+    let opt = |v: &mut Vec<f64>| (!v.is_empty()).then(|| median(v));
     Ok(Figures {
-        mode: Mode::Files,
+        mode,
         executions,
         steps,
         statistic: "median",
@@ -187,16 +306,34 @@ fn measure_files(scratch: &Path, executions: u32, steps: u32) -> Result<Figures,
         restore_us: median(&mut restore),
         list_us: median(&mut list),
         floor_us: median(&mut floor),
-        disk_bytes: dir_bytes(&store_dir),
+        disk_bytes: if mode == Mode::Postgres {
+            0
+        } else {
+            disk_bytes
+        },
         checkpoint_bytes_last: last_bytes,
+        sync_us: if sql_mode { opt(&mut sync) } else { None },
+        sync_at_10_us: opt(&mut sync_10),
+        sync_at_last_us: opt(&mut sync_last),
+        whole_bytes: whole,
     })
 }
 
+fn mode_name(m: Mode) -> &'static str {
+    match m {
+        Mode::Files => "files",
+        Mode::FilesSqlite => "files+sqlite",
+        Mode::Sqlite => "sqlite",
+        Mode::Postgres => "postgres",
+    }
+}
+
 /// Runs the benchmark and prints the figures.
-pub fn run(dir: &Path, json: bool, a: &BenchArgs) -> CmdResult {
+pub fn run(t: &Target, json: bool, a: &BenchArgs) -> CmdResult {
     let scratch: PathBuf = match &a.scratch {
         Some(p) => p.clone(),
-        None => dir
+        None => t
+            .dir()
             .parent()
             .filter(|p| !p.as_os_str().is_empty())
             .map_or_else(|| PathBuf::from("."), Path::to_path_buf),
@@ -211,36 +348,61 @@ pub fn run(dir: &Path, json: bool, a: &BenchArgs) -> CmdResult {
                 a.executions, a.steps
             );
         }
-        all.push(match mode {
-            Mode::Files => measure_files(&scratch, a.executions, a.steps)?,
+        let pg = t.db.as_deref().filter(|u| u.starts_with("postgres"));
+        all.push(match (mode, pg) {
+            (Mode::Postgres, Some(url)) => {
+                let scratch_db = caf_sql::ScratchDatabase::create(url).map_err(sql_failure)?;
+                measure(
+                    mode,
+                    &scratch,
+                    a.executions,
+                    a.steps,
+                    Some(scratch_db.url()),
+                )?
+            }
+            _ => measure(mode, &scratch, a.executions, a.steps, pg)?,
         });
     }
     if json {
         output::print_json(&all);
         return Ok(());
     }
-    let mut t = Table::new(&[
+    let mut table = Table::new(&[
         "MODE",
         "SAVE µs",
         "FLOOR µs",
         "SAVE/FLOOR",
+        "SYNC µs (#10 → last)",
         "RESTORE µs",
         "LIST µs",
-        "DISK",
+        "DISK (WHOLE)",
     ]);
     for f in &all {
         let plain = Style::new();
-        t.row(vec![
-            (format!("{:?}", f.mode).to_lowercase(), plain),
+        let sync = match (f.sync_us, f.sync_at_10_us, f.sync_at_last_us) {
+            (Some(s), Some(a), Some(b)) => format!("{s:.0} ({a:.0} → {b:.0})"),
+            (Some(s), _, _) => format!("{s:.0}"),
+            _ => "-".into(),
+        };
+        table.row(vec![
+            (mode_name(f.mode).to_string(), plain),
             (format!("{:.0}", f.save_us), plain),
             (format!("{:.0}", f.floor_us), plain),
             (format!("{:.2}x", f.save_us / f.floor_us.max(1.0)), plain),
+            (sync, plain),
             (format!("{:.0}", f.restore_us), plain),
             (format!("{:.0}", f.list_us), plain),
-            (output::bytes(f.disk_bytes), plain),
+            (
+                format!(
+                    "{} ({})",
+                    output::bytes(f.disk_bytes),
+                    output::bytes(f.whole_bytes)
+                ),
+                plain,
+            ),
         ]);
     }
-    t.print();
+    table.print();
     println!("medians per operation; --json adds means and p95");
     Ok(())
 }

@@ -15,6 +15,16 @@ pub struct Cli {
     #[arg(long, global = true)]
     pub json: bool,
 
+    /// A database to keep in sync with the files (`sqlite://PATH` or `postgres://…`); the
+    /// default is the directory's own `DIR/.caf/caf.db` when it exists. Also read from
+    /// CAF_DATABASE_URL, then DATABASE_URL.
+    #[arg(long, global = true, env = "CAF_DATABASE_URL", value_name = "URL")]
+    pub db: Option<String>,
+
+    /// Keep checkpoints in the database only (needs --db).
+    #[arg(long, global = true)]
+    pub no_files: bool,
+
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
@@ -46,6 +56,17 @@ pub enum Command {
     Diff(DiffArgs),
     /// Measure save, restore-latest and list on the agent-run workload.
     Bench(BenchArgs),
+    /// Bring checkpoint files saved elsewhere into the database.
+    Sync,
+    /// Rebuild the database from the checkpoint files.
+    Reindex,
+    /// Statistics from the database: per execution and in total.
+    Stats(StatsArgs),
+    /// Search the database: tool calls or thoughts.
+    #[command(subcommand)]
+    Query(QueryCommand),
+    /// Run a read-only SQL statement against the database.
+    Sql(SqlArgs),
 }
 
 /// `caf demo`.
@@ -125,6 +146,41 @@ pub struct DeleteArgs {
     /// Delete every checkpoint of this execution instead.
     #[arg(long, short = 'e', conflicts_with = "ids")]
     pub execution: Option<String>,
+}
+
+/// `caf stats`.
+#[derive(Debug, Args)]
+pub struct StatsArgs {
+    /// Only this execution.
+    #[arg(long, short = 'e')]
+    pub execution: Option<String>,
+}
+
+/// `caf query …`.
+#[derive(Debug, Subcommand)]
+pub enum QueryCommand {
+    /// Which checkpoints and executions called a tool (latest state of each call).
+    ToolCalls {
+        /// Only this tool.
+        #[arg(long)]
+        tool: Option<String>,
+        /// Only failed calls.
+        #[arg(long)]
+        failed: bool,
+    },
+    /// Thoughts whose content contains a text (case-insensitive).
+    Thoughts {
+        /// The text to look for.
+        #[arg(long)]
+        contains: String,
+    },
+}
+
+/// `caf sql`.
+#[derive(Debug, Args)]
+pub struct SqlArgs {
+    /// The statement (read-only: the database connection refuses writes).
+    pub statement: String,
 }
 
 /// `caf migrate`.

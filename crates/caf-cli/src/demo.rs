@@ -6,15 +6,15 @@
 
 use crate::cli::DemoArgs;
 use crate::output::{self, BOLD, CYAN, DIM, GREEN, RED, YELLOW};
+use crate::target::{Store, Target};
 use crate::{CmdResult, Failure};
 use caf_core::clock::{utc, SimulatedClock};
 use caf_core::{
     CheckpointId, CheckpointManager, CheckpointOptions, CheckpointReason, CheckpointStore, Clock,
-    ExecutionId, FileStore, RuntimeState,
+    ExecutionId, RuntimeState,
 };
 use serde_json::json;
 use std::io::Write;
-use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 const AGENT: &str = "research-agent";
@@ -146,7 +146,7 @@ fn work(
     Ok(tool.to_string())
 }
 
-fn run_one(dir: &Path, a: &DemoArgs, n: u32, human: bool) -> Result<Run, Failure> {
+fn run_one(t: &Target, a: &DemoArgs, n: u32, human: bool) -> Result<Run, Failure> {
     let mut rng =
         fastrand::Rng::with_seed(a.seed.wrapping_mul(1_000_003).wrapping_add(u64::from(n)));
     let start = utc(2026, 1, 5, 9, 0, 0).ok_or_else(|| Failure::msg("bad demo start time"))?;
@@ -161,8 +161,8 @@ fn run_one(dir: &Path, a: &DemoArgs, n: u32, human: bool) -> Result<Run, Failure
     )
     .into_uuid();
     let execution_id = ExecutionId::new(format!("exec_{exec_uuid}")).map_err(Failure::msg)?;
-    let open = || -> Result<CheckpointManager<FileStore>, Failure> {
-        Ok(CheckpointManager::new(FileStore::open(dir)?)
+    let open = || -> Result<CheckpointManager<Store>, Failure> {
+        Ok(CheckpointManager::new(t.open_with_database()?)
             .with_clock(clock.clone())
             .with_id_source(id_source(clock.clone(), id_rng.clone())))
     };
@@ -237,9 +237,7 @@ fn run_one(dir: &Path, a: &DemoArgs, n: u32, human: bool) -> Result<Run, Failure
             CheckpointOptions::new(CheckpointReason::StepCompleted),
         )?;
         run.checkpoints += 1;
-        let size = std::fs::metadata(manager.store().path_of(&c.id))
-            .map(|m| m.len())
-            .unwrap_or(0);
+        let size = manager.store().stored_size(&c);
         say(format!(
             "  step {s:>3}/{}  {step_name:<28} {tool:<10} {GREEN}saved{GREEN:#} {CYAN}{}{CYAN:#} {DIM}({}){DIM:#}",
             a.steps,
@@ -273,7 +271,7 @@ fn run_one(dir: &Path, a: &DemoArgs, n: u32, human: bool) -> Result<Run, Failure
 }
 
 /// Runs the demo.
-pub fn run(dir: &Path, json: bool, a: &DemoArgs) -> CmdResult {
+pub fn run(t: &Target, json: bool, a: &DemoArgs) -> CmdResult {
     if !json {
         let crash = if a.crash_at == 0 || a.crash_at > a.steps {
             "no crash".to_string()
@@ -287,14 +285,21 @@ pub fn run(dir: &Path, json: bool, a: &DemoArgs) -> CmdResult {
             a.executions,
             a.steps,
             a.seed,
-            dir.display()
+            t.describe()
         );
     }
     let mut runs = Vec::new();
     for n in 1..=a.executions {
-        runs.push(run_one(dir, a, n, !json)?);
+        runs.push(run_one(t, a, n, !json)?);
     }
     let total: usize = runs.iter().map(|r| r.checkpoints).sum();
+    let store = t.open_with_database()?;
+    let db = store
+        .sql()
+        .ok_or_else(|| Failure::msg("the demo store has no database"))?;
+    let stats = db
+        .stats(None)
+        .map_err(|e| Failure::msg(format!("{}: {e}", crate::target::redact(&db.location()))))?;
     if json {
         let execs: Vec<_> = runs
             .iter()
@@ -306,9 +311,10 @@ pub fn run(dir: &Path, json: bool, a: &DemoArgs) -> CmdResult {
                 })
             })
             .collect();
-        output::print_json(
-            &json!({"dir": dir.display().to_string(), "checkpoints": total, "executions": execs}),
-        );
+        output::print_json(&json!({
+            "dir": t.describe(), "database": crate::target::redact(&db.location()),
+            "checkpoints": total, "executions": execs, "stats": stats,
+        }));
         return Ok(());
     }
     let last = runs
@@ -323,12 +329,16 @@ pub fn run(dir: &Path, json: bool, a: &DemoArgs) -> CmdResult {
     let mut o = anstream::stdout();
     let _ = writeln!(
         o,
-        "\n{BOLD}{total} checkpoints{BOLD:#} written to {}. Next:",
-        dir.display()
+        "\n{BOLD}{total} checkpoints{BOLD:#} written to {}, indexed in {}. From SQL:\n",
+        t.describe(),
+        crate::target::redact(&db.location())
     );
-    let d = dir.display();
+    crate::commands::database::print_stats(&stats);
+    let d = t.dir().display();
+    let _ = writeln!(o, "\nNext:");
     let _ = writeln!(o, "  caf --dir {d} list --execution {exec}");
     let _ = writeln!(o, "  caf --dir {d} inspect {last}");
+    let _ = writeln!(o, "  caf --dir {d} query tool-calls --tool search");
     let _ = writeln!(o, "  caf validate {d}");
     Ok(())
 }

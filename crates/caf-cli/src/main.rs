@@ -9,6 +9,7 @@ mod cli;
 mod commands;
 mod demo;
 mod output;
+mod target;
 
 use clap::Parser;
 use std::process::ExitCode;

@@ -3,21 +3,20 @@
 use super::{checkpoint_id, execution_id, open_existing};
 use crate::cli::DeleteArgs;
 use crate::output;
+use crate::target::Target;
 use crate::{CmdResult, Failure};
-use caf_core::CheckpointStore;
 use serde_json::json;
-use std::path::Path;
 
 /// Deletes the named checkpoints (all must exist, else nothing is deleted) or an execution.
-pub fn run(dir: &Path, json: bool, a: &DeleteArgs) -> CmdResult {
-    let store = open_existing(dir)?;
+pub fn run(t: &Target, json: bool, a: &DeleteArgs) -> CmdResult {
+    let store = open_existing(t)?;
     if let Some(e) = &a.execution {
         let id = execution_id(e)?;
         let n = store.delete_execution(&id)?;
         if n == 0 {
             return Err(Failure::msg(format!(
                 "execution {id} has no checkpoints in {}",
-                dir.display()
+                t.describe()
             )));
         }
         if json {
@@ -34,8 +33,8 @@ pub fn run(dir: &Path, json: bool, a: &DeleteArgs) -> CmdResult {
         .collect::<Result<Vec<_>, _>>()?;
     let missing: Vec<String> = ids
         .iter()
-        .filter(|id| !store.path_of(id).exists())
-        .map(|id| format!("checkpoint {id} not found in {}", dir.display()))
+        .filter(|id| !store.contains(id))
+        .map(|id| format!("checkpoint {id} not found in {}", t.describe()))
         .collect();
     if !missing.is_empty() {
         let mut lines = missing;

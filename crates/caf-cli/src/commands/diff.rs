@@ -8,12 +8,13 @@ use super::inspect::{is_path, load_target};
 use super::{execution_id, open_existing};
 use crate::cli::DiffArgs;
 use crate::output::{self, BOLD, CYAN, DIM, GREEN, RED, YELLOW};
+use crate::target::Target;
 use crate::{CmdResult, Failure};
 use anstyle::Style;
 use caf_core::diff::{Change, Counter, Op};
 use caf_core::format::Checkpoint;
 use caf_core::store::read_checkpoint_file;
-use caf_core::{CheckpointDiff, CheckpointStore, Limits, ListFilter};
+use caf_core::{CheckpointDiff, Limits, ListFilter};
 use serde_json::Value;
 use std::io::Write;
 use std::path::Path;
@@ -22,7 +23,7 @@ use std::path::Path;
 const CLIP: usize = 90;
 
 /// Diffs the checkpoints the arguments name and prints the result.
-pub fn run(dir: &Path, json: bool, a: &DiffArgs) -> CmdResult {
+pub fn run(dir: &Target, json: bool, a: &DiffArgs) -> CmdResult {
     let (old, new) = match (&a.execution, a.targets.as_slice()) {
         (Some(e), _) => last_two(dir, e)?,
         (None, [one]) => with_parent(dir, one)?,
@@ -43,7 +44,7 @@ pub fn run(dir: &Path, json: bool, a: &DiffArgs) -> CmdResult {
 }
 
 /// The last two checkpoints of an execution, older first (by the listing order).
-fn last_two(dir: &Path, execution: &str) -> Result<(Checkpoint, Checkpoint), Failure> {
+fn last_two(dir: &Target, execution: &str) -> Result<(Checkpoint, Checkpoint), Failure> {
     let e = execution_id(execution)?;
     let store = open_existing(dir)?;
     let mut filter = ListFilter::execution(&e);
@@ -54,14 +55,14 @@ fn last_two(dir: &Path, execution: &str) -> Result<(Checkpoint, Checkpoint), Fai
         _ => Err(Failure::msg(format!(
             "execution {e} has {} checkpoint(s) in {}; a diff needs two",
             found.len(),
-            dir.display()
+            dir.describe()
         ))),
     }
 }
 
 /// A checkpoint and its parent, parent first. The parent of a checkpoint given as a file path
 /// is looked for next to that file first, then in the store.
-fn with_parent(dir: &Path, target: &str) -> Result<(Checkpoint, Checkpoint), Failure> {
+fn with_parent(dir: &Target, target: &str) -> Result<(Checkpoint, Checkpoint), Failure> {
     let (c, _, _) = load_target(dir, target)?;
     let Some(parent) = c.parent_id.clone() else {
         return Err(Failure::msg(format!(
@@ -85,7 +86,7 @@ fn with_parent(dir: &Path, target: &str) -> Result<(Checkpoint, Checkpoint), Fai
         Err(caf_core::Error::NotFound { .. }) => Err(Failure::msg(format!(
             "{}: its parent {parent} is not in {}",
             c.id,
-            dir.display()
+            dir.describe()
         ))),
         Err(e) => Err(e.into()),
     }

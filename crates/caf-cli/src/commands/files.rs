@@ -3,11 +3,11 @@
 use super::{checkpoint_id, open_existing};
 use crate::cli::ExportArgs;
 use crate::output::{self, GREEN};
+use crate::target::Target;
 use crate::{error_lines, CmdResult, Failure};
 use caf_core::format::{encode, Decoded, Limits};
 use caf_core::store::read_checkpoint_file;
 use caf_core::store::{write_atomic, AtomicWriteOptions};
-use caf_core::{CheckpointStore, FileStore};
 use serde_json::json;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -91,7 +91,7 @@ pub fn validate(json: bool, paths: &[PathBuf]) -> CmdResult {
 }
 
 /// Validates every file first; only if all are valid, saves them into the store.
-pub fn import(dir: &Path, json: bool, paths: &[PathBuf]) -> CmdResult {
+pub fn import(t: &Target, json: bool, paths: &[PathBuf]) -> CmdResult {
     let files = expand(paths)?;
     let mut decoded: Vec<(PathBuf, Decoded)> = Vec::new();
     let mut problems = Vec::new();
@@ -109,7 +109,7 @@ pub fn import(dir: &Path, json: bool, paths: &[PathBuf]) -> CmdResult {
         ));
         return Err(Failure::Failed(problems));
     }
-    let store = FileStore::open(dir)?;
+    let store = t.open_or_create()?;
     // Refuse to overwrite a different checkpoint with the same id.
     for (f, d) in &decoded {
         match store.load(&d.checkpoint.id) {
@@ -118,7 +118,7 @@ pub fn import(dir: &Path, json: bool, paths: &[PathBuf]) -> CmdResult {
                     "{}: checkpoint {} is already in {} with different content (delete it first)",
                     f.display(),
                     d.checkpoint.id,
-                    dir.display()
+                    t.describe()
                 ));
             }
             _ => {}
@@ -150,19 +150,15 @@ pub fn import(dir: &Path, json: bool, paths: &[PathBuf]) -> CmdResult {
     if json {
         output::print_json(&saved);
     } else {
-        println!(
-            "{} checkpoints imported into {}",
-            saved.len(),
-            dir.display()
-        );
+        println!("{} checkpoints imported into {}", saved.len(), t.describe());
     }
     Ok(())
 }
 
 /// Writes a checkpoint to a file (atomically) or to stdout.
-pub fn export(dir: &Path, a: &ExportArgs) -> CmdResult {
+pub fn export(t: &Target, a: &ExportArgs) -> CmdResult {
     let id = checkpoint_id(&a.id)?;
-    let store = open_existing(dir)?;
+    let store = open_existing(t)?;
     let c = store.load(&id)?;
     let bytes = encode(&c).map_err(|e| Failure::msg(format!("{id}: {e}")))?;
     match &a.output {

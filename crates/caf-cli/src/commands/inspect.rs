@@ -3,10 +3,10 @@
 use super::{checkpoint_id, open_existing};
 use crate::cli::InspectArgs;
 use crate::output::{self, BOLD, CYAN, DIM, GREEN, RED, YELLOW};
+use crate::target::Target;
 use crate::{CmdResult, Failure};
 use caf_core::format::{encode, Checkpoint, Limits, ToolStatus};
 use caf_core::store::read_checkpoint_file;
-use caf_core::CheckpointStore;
 use std::io::Write;
 use std::path::Path;
 
@@ -15,9 +15,9 @@ pub fn is_path(target: &str) -> bool {
     target.contains('/') || target.ends_with(".json") || Path::new(target).is_file()
 }
 
-/// Loads a checkpoint named by id (from the store in `dir`) or by file path; returns it with
-/// its stored size and the format version it was read in.
-pub fn load_target(dir: &Path, target: &str) -> Result<(Checkpoint, u64, String), Failure> {
+/// Loads a checkpoint named by id (from the store) or by file path; returns it with its stored
+/// size and the format version it was read in.
+pub fn load_target(t: &Target, target: &str) -> Result<(Checkpoint, u64, String), Failure> {
     if is_path(target) {
         let path = Path::new(target);
         let d = read_checkpoint_file(path, &Limits::default())?;
@@ -25,28 +25,27 @@ pub fn load_target(dir: &Path, target: &str) -> Result<(Checkpoint, u64, String)
         Ok((d.checkpoint, size, d.source_version))
     } else {
         let id = checkpoint_id(target)?;
-        let store = open_existing(dir)?;
+        let store = open_existing(t)?;
         let c = store.load(&id)?;
-        let size = std::fs::metadata(store.path_of(&id))
-            .map(|m| m.len())
-            .unwrap_or(0);
+        let size = store.stored_size(&c);
         Ok((c, size, caf_core::CURRENT_VERSION.to_string()))
     }
 }
 
-/// The checkpoints of the store in `dir` whose parent is `c`, from the index — when `target`
-/// is an id, or a file inside that store; `None` otherwise (a file elsewhere: its store is not
-/// known, and opening an arbitrary directory as a store would write an index into it).
-fn children(dir: &Path, target: &str, c: &Checkpoint) -> Option<Vec<String>> {
+/// The checkpoints of the store whose parent is `c` — when `target` is an id, or a file inside
+/// the store's directory; `None` otherwise (a file elsewhere: its store is not known, and
+/// opening an arbitrary directory as a store would write an index into it).
+fn children(t: &Target, target: &str, c: &Checkpoint) -> Option<Vec<String>> {
+    let dir = t.dir();
     let in_store = !is_path(target)
         || Path::new(target)
             .parent()
             .and_then(|p| p.canonicalize().ok())
             .is_some_and(|p| dir.canonicalize().is_ok_and(|d| d == p));
-    if !in_store || !dir.is_dir() {
+    if !in_store || !(dir.is_dir() || t.no_files) {
         return None;
     }
-    let store = caf_core::FileStore::open(dir).ok()?;
+    let store = t.open_existing().ok()?;
     let filter = caf_core::ListFilter::execution(&c.execution_id);
     let mut out: Vec<String> = store
         .list(&filter)
@@ -60,15 +59,15 @@ fn children(dir: &Path, target: &str, c: &Checkpoint) -> Option<Vec<String>> {
 }
 
 /// Shows a checkpoint: `--json` prints the document itself (in the current format).
-pub fn run(dir: &Path, json: bool, a: &InspectArgs) -> CmdResult {
-    let (c, size, version) = load_target(dir, &a.target)?;
+pub fn run(t: &Target, json: bool, a: &InspectArgs) -> CmdResult {
+    let (c, size, version) = load_target(t, &a.target)?;
     if json {
         let bytes = encode(&c).map_err(|e| Failure::msg(format!("{}: {e}", c.id)))?;
         let mut out = std::io::stdout().lock();
         let _ = out.write_all(&bytes);
         return Ok(());
     }
-    let kids = children(dir, &a.target, &c);
+    let kids = children(t, &a.target, &c);
     print_view(&c, size, &version, a.last, kids);
     Ok(())
 }

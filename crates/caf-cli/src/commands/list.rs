@@ -3,14 +3,14 @@
 use super::{checkpoint_id, execution_id, open_existing};
 use crate::cli::ListArgs;
 use crate::output::{self, Table, CYAN, DIM};
+use crate::target::Target;
 use crate::{CmdResult, Failure};
 use anstyle::Style;
-use caf_core::{CheckpointReason, CheckpointStore, ListFilter};
-use std::path::Path;
+use caf_core::{CheckpointReason, ListFilter};
 
 /// Lists checkpoints newest first, as a table or a JSON array of summaries.
-pub fn run(dir: &Path, json: bool, a: &ListArgs) -> CmdResult {
-    let store = open_existing(dir)?;
+pub fn run(t: &Target, json: bool, a: &ListArgs) -> CmdResult {
+    let store = open_existing(t)?;
     let filter = ListFilter {
         execution_id: a.execution.as_deref().map(execution_id).transpose()?,
         agent_id: a.agent.clone(),
@@ -33,7 +33,7 @@ pub fn run(dir: &Path, json: bool, a: &ListArgs) -> CmdResult {
         {
             return Err(Failure::msg(format!(
                 "checkpoint {before} not found in {} (--before)",
-                dir.display()
+                t.describe()
             )));
         }
     }
@@ -43,7 +43,7 @@ pub fn run(dir: &Path, json: bool, a: &ListArgs) -> CmdResult {
         return Ok(());
     }
     if items.is_empty() {
-        println!("no checkpoints in {}", dir.display());
+        println!("no checkpoints in {}", t.describe());
         return Ok(());
     }
     let mut t = Table::new(&["ID", "EXECUTION", "STEP", "REASON", "TIME", "SIZE", "NAME"]);

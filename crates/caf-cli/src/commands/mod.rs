@@ -1,5 +1,6 @@
 //! One module per command; `run` dispatches.
 
+pub mod database;
 mod delete;
 mod diff;
 pub mod files;
@@ -8,14 +9,24 @@ mod list;
 mod migrate;
 
 use crate::cli::{Cli, Command};
+use crate::target::{Store, Target};
 use crate::{CmdResult, Failure};
-use caf_core::{CheckpointId, ExecutionId, FileStore};
-use std::path::Path;
+use caf_core::{CheckpointId, ExecutionId};
 
 /// Runs the parsed command line.
 pub fn run(cli: Cli) -> CmdResult {
     let json = cli.json;
-    let dir = cli.dir.as_path();
+    let db = cli
+        .db
+        .clone()
+        .or_else(|| std::env::var("DATABASE_URL").ok())
+        .filter(|u| !u.is_empty());
+    let target = Target {
+        dir: cli.dir.clone(),
+        db,
+        no_files: cli.no_files,
+    };
+    let dir = &target;
     match cli.command {
         Command::Demo(a) => crate::demo::run(dir, json, &a),
         Command::List(a) => list::run(dir, json, &a),
@@ -28,22 +39,17 @@ pub fn run(cli: Cli) -> CmdResult {
         Command::Schema(a) => schema(a.format_version.as_deref()),
         Command::Diff(a) => diff::run(dir, json, &a),
         Command::Bench(a) => crate::bench::run(dir, json, &a),
+        Command::Sync => database::sync(dir, json),
+        Command::Reindex => database::reindex(dir, json),
+        Command::Stats(a) => database::stats(dir, json, &a),
+        Command::Query(q) => database::query(dir, json, &q),
+        Command::Sql(a) => database::sql(dir, json, &a),
     }
 }
 
-/// Opens the store in `dir`, which must already exist (for commands that only read).
-pub fn open_existing(dir: &Path) -> Result<FileStore, Failure> {
-    if !dir.is_dir() {
-        return Err(Failure::msg(format!(
-            "{}: no checkpoint directory here (run `caf demo`, or pass --dir / set CAF_DIR)",
-            dir.display()
-        )));
-    }
-    let store = FileStore::open(dir)?;
-    for p in store.problems() {
-        crate::output::warn_line(&format!("skipped unreadable file: {}", p.error));
-    }
-    Ok(store)
+/// Opens the store, which must already exist (for commands that only read).
+pub fn open_existing(t: &Target) -> Result<Store, Failure> {
+    t.open_existing()
 }
 
 /// Parses a checkpoint id given on the command line.

@@ -1,0 +1,275 @@
+//! The database commands: `caf sync`, `caf reindex`, `caf stats`, `caf query`, `caf sql`.
+
+use super::execution_id;
+use crate::cli::{QueryCommand, SqlArgs, StatsArgs};
+use crate::output::{self, Table, CYAN, DIM, GREEN, RED, YELLOW};
+use crate::target::Target;
+use crate::{CmdResult, Failure};
+use anstyle::Style;
+use caf_core::format::ToolStatus;
+use caf_core::FileStore;
+use caf_sql::{SqlStore, Stats};
+use std::io::Write;
+
+fn sql_failure(db: &SqlStore, e: impl std::fmt::Display) -> Failure {
+    Failure::msg(format!("{}: {e}", crate::target::redact(&db.location())))
+}
+
+/// The files and the database of a hybrid target (the directory must exist).
+fn both(t: &Target) -> Result<(FileStore, SqlStore), Failure> {
+    if t.no_files {
+        return Err(Failure::Usage(
+            "this command reads checkpoint files: drop --no-files".into(),
+        ));
+    }
+    if !t.dir.is_dir() {
+        return Err(Failure::msg(format!(
+            "{}: no checkpoint directory here",
+            t.dir.display()
+        )));
+    }
+    let files = FileStore::open(&t.dir)?;
+    let db = t.database(true)?;
+    Ok((files, db))
+}
+
+fn report_problems(problems: &[caf_sql::FileProblem]) {
+    for p in problems {
+        output::warn_line(&format!("skipped {}: {}", p.id, p.error));
+    }
+}
+
+/// `caf sync`: brings files saved elsewhere into the database.
+pub fn sync(t: &Target, json: bool) -> CmdResult {
+    let (files, db) = both(t)?;
+    let r = db.sync_from(&files).map_err(|e| sql_failure(&db, e))?;
+    report_problems(&r.problems);
+    if json {
+        output::print_json(&r);
+    } else {
+        println!(
+            "synced {} into {}: {} added, {} replaced, {} unchanged{}",
+            t.dir.display(),
+            crate::target::redact(&db.location()),
+            r.added,
+            r.replaced,
+            r.unchanged,
+            if r.orphaned.is_empty() {
+                String::new()
+            } else {
+                format!(", {} in the database with no file (kept)", r.orphaned.len())
+            }
+        );
+    }
+    Ok(())
+}
+
+/// `caf reindex`: rebuilds the database from the files.
+pub fn reindex(t: &Target, json: bool) -> CmdResult {
+    let (files, db) = both(t)?;
+    let r = db.reindex_from(&files).map_err(|e| sql_failure(&db, e))?;
+    report_problems(&r.problems);
+    if json {
+        output::print_json(&r);
+    } else {
+        println!(
+            "rebuilt {} from {}: {} checkpoints of {} executions",
+            crate::target::redact(&db.location()),
+            t.dir.display(),
+            r.checkpoints,
+            r.executions
+        );
+    }
+    Ok(())
+}
+
+/// Prints statistics as tables.
+pub fn print_stats(s: &Stats) {
+    let plain = Style::new();
+    let mut t = Table::new(&[
+        "EXECUTION",
+        "AGENT",
+        "STATUS",
+        "CKPTS",
+        "THOUGHTS",
+        "TOOL CALLS",
+        "FAILED",
+        "TOKENS",
+        "DURATION",
+    ]);
+    for e in &s.executions {
+        let status = match e.status.as_str() {
+            "completed" => GREEN,
+            "failed" => RED,
+            "paused" => YELLOW,
+            _ => plain,
+        };
+        t.row(vec![
+            (e.execution_id.clone(), CYAN),
+            (e.agent_id.clone(), plain),
+            (e.status.clone(), status),
+            (e.checkpoints.to_string(), plain),
+            (e.thoughts.to_string(), plain),
+            (e.tool_calls.to_string(), plain),
+            (e.failed_tool_calls.to_string(), plain),
+            (e.tokens_used.to_string(), plain),
+            (output::duration_ms(e.duration_ms), plain),
+        ]);
+    }
+    t.print();
+    let tot = &s.totals;
+    let avg = &tot.averages;
+    let by_tool: Vec<String> = tot
+        .tool_calls_by_tool
+        .iter()
+        .map(|(k, v)| format!("{k} {v}"))
+        .collect();
+    let mut o = anstream::stdout();
+    let _ = writeln!(
+        o,
+        "\n{} executions, {} checkpoints, {} thoughts, {} tool calls ({} failed), {} tokens",
+        tot.executions,
+        tot.checkpoints,
+        tot.thoughts,
+        tot.tool_calls,
+        tot.failed_tool_calls,
+        tot.tokens_used
+    );
+    let _ = writeln!(
+        o,
+        "{DIM}per execution: {:.0} tokens, {:.1} checkpoints, {:.1} thoughts, {:.1} tool calls, {}{DIM:#}",
+        avg.tokens_per_execution,
+        avg.checkpoints_per_execution,
+        avg.thoughts_per_execution,
+        avg.tool_calls_per_execution,
+        output::duration_ms(avg.duration_ms_per_execution as u64)
+    );
+    if !by_tool.is_empty() {
+        let _ = writeln!(o, "{DIM}tool calls by tool: {}{DIM:#}", by_tool.join(", "));
+    }
+}
+
+/// `caf stats`.
+pub fn stats(t: &Target, json: bool, a: &StatsArgs) -> CmdResult {
+    let db = t.database(false)?;
+    let exec = a.execution.as_deref().map(execution_id).transpose()?;
+    let s = db.stats(exec.as_ref()).map_err(|e| sql_failure(&db, e))?;
+    if let (Some(e), true) = (&exec, s.executions.is_empty()) {
+        return Err(Failure::msg(format!(
+            "execution {e} not found in the database"
+        )));
+    }
+    if json {
+        output::print_json(&s);
+    } else {
+        print_stats(&s);
+    }
+    Ok(())
+}
+
+/// `caf query tool-calls` / `caf query thoughts`.
+pub fn query(t: &Target, json: bool, q: &QueryCommand) -> CmdResult {
+    let db = t.database(false)?;
+    let plain = Style::new();
+    match q {
+        QueryCommand::ToolCalls { tool, failed } => {
+            let rows = db
+                .query_tool_calls(tool.as_deref(), *failed)
+                .map_err(|e| sql_failure(&db, e))?;
+            if json {
+                output::print_json(&rows);
+                return Ok(());
+            }
+            let mut t = Table::new(&[
+                "CALL",
+                "TOOL",
+                "STATUS",
+                "EXECUTION",
+                "FIRST CHECKPOINT",
+                "CKPTS",
+                "ARGS / ERROR",
+            ]);
+            for r in &rows {
+                let c = &r.call;
+                let status = match c.status {
+                    ToolStatus::Completed => GREEN,
+                    ToolStatus::Failed => RED,
+                    _ => YELLOW,
+                };
+                let detail = c
+                    .error
+                    .clone()
+                    .unwrap_or_else(|| output::clip(&c.args.to_string(), 50));
+                t.row(vec![
+                    (c.id.clone(), CYAN),
+                    (c.tool_id.clone(), plain),
+                    (c.status.as_str().to_string(), status),
+                    (r.execution_id.clone(), plain),
+                    (r.first_checkpoint_id.clone(), plain),
+                    (r.checkpoints.to_string(), plain),
+                    (detail, DIM),
+                ]);
+            }
+            t.print();
+            println!("{} tool calls", rows.len());
+        }
+        QueryCommand::Thoughts { contains } => {
+            let rows = db
+                .query_thoughts(contains)
+                .map_err(|e| sql_failure(&db, e))?;
+            if json {
+                output::print_json(&rows);
+                return Ok(());
+            }
+            let mut t = Table::new(&[
+                "THOUGHT",
+                "TYPE",
+                "EXECUTION",
+                "FIRST CHECKPOINT",
+                "CONTENT",
+            ]);
+            for r in &rows {
+                t.row(vec![
+                    (r.thought.id.clone(), CYAN),
+                    (r.thought.kind.clone(), plain),
+                    (r.execution_id.clone(), plain),
+                    (r.first_checkpoint_id.clone(), plain),
+                    (output::clip(&r.thought.content, 60), plain),
+                ]);
+            }
+            t.print();
+            println!("{} thoughts", rows.len());
+        }
+    }
+    Ok(())
+}
+
+/// `caf sql`: a read-only statement; writes are refused by the database connection.
+pub fn sql(t: &Target, json: bool, a: &SqlArgs) -> CmdResult {
+    let db = t.database(false)?;
+    let rows = db
+        .read_only_sql(&a.statement)
+        .map_err(|e| sql_failure(&db, e))?;
+    if json {
+        output::print_json(&rows);
+        return Ok(());
+    }
+    let header: Vec<&str> = rows.columns.iter().map(String::as_str).collect();
+    let mut table = Table::new(&header);
+    for r in &rows.rows {
+        table.row(
+            r.iter()
+                .map(|v| {
+                    let text = match v {
+                        serde_json::Value::String(s) => s.clone(),
+                        other => other.to_string(),
+                    };
+                    (output::clip(&text, 80), Style::new())
+                })
+                .collect(),
+        );
+    }
+    table.print();
+    println!("{} rows", rows.rows.len());
+    Ok(())
+}

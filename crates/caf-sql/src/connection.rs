@@ -1,0 +1,495 @@
+//! Connections: the URL, opening (pragmas, migrations), transactions, locks.
+//!
+//! One code path serves both backends through diesel's `MultiConnection` derive
+//! ([`AnyConnection`]); what differs (transaction modes, locks, read-only connections) is decided
+//! here by matching on the variant.
+
+#![allow(missing_docs)] // the derive generates undocumented items
+
+#[cfg(not(any(feature = "sqlite", feature = "postgres")))]
+compile_error!("caf-sql needs at least one of the features `sqlite` and `postgres`");
+
+use crate::error::{Result, SqlError};
+use diesel::connection::{AnsiTransactionManager, SimpleConnection, TransactionManager};
+use diesel::Connection;
+use diesel_migrations::{EmbeddedMigrations, MigrationHarness};
+use serde::{Deserialize, Serialize};
+use std::fmt;
+#[cfg(feature = "sqlite")]
+use std::path::Path;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// A connection to either backend; queries written once run on both.
+#[derive(diesel::MultiConnection)]
+pub enum AnyConnection {
+    /// PostgreSQL.
+    #[cfg(feature = "postgres")]
+    Pg(diesel::PgConnection),
+    /// SQLite.
+    #[cfg(feature = "sqlite")]
+    Sqlite(diesel::SqliteConnection),
+}
+
+#[cfg(feature = "sqlite")]
+const SQLITE_MIGRATIONS: EmbeddedMigrations =
+    diesel_migrations::embed_migrations!("../../migrations/sqlite");
+#[cfg(feature = "postgres")]
+const POSTGRES_MIGRATIONS: EmbeddedMigrations =
+    diesel_migrations::embed_migrations!("../../migrations/postgres");
+
+/// Which database a store talks to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Backend {
+    /// SQLite: one file, embedded (bundled, no system library needed).
+    Sqlite,
+    /// PostgreSQL: a server.
+    Postgres,
+}
+
+impl Backend {
+    /// `sqlite` or `postgres`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Sqlite => "sqlite",
+            Self::Postgres => "postgres",
+        }
+    }
+}
+
+impl fmt::Display for Backend {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// How durable a commit is when it returns.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Durability {
+    /// Each backend's usual setting. SQLite: `synchronous = NORMAL` in WAL mode — the database
+    /// is never corrupted, but a power loss (not a process crash) may undo the last commits;
+    /// with files as the source of truth (hybrid mode) `caf sync` restores them. PostgreSQL:
+    /// `synchronous_commit = on` — a commit is on disk when it returns.
+    #[default]
+    Default,
+    /// Every commit is on disk when it returns: SQLite `synchronous = FULL` (an fsync per
+    /// commit), PostgreSQL `synchronous_commit = on`.
+    Full,
+    /// Commits return before they reach the disk: SQLite `synchronous = NORMAL`, PostgreSQL
+    /// `synchronous_commit = off` (a server crash may lose the last fraction of a second of
+    /// commits, never corrupts).
+    Relaxed,
+}
+
+/// Options for opening a store. [`Default`] is what [`crate::SqlStore::open`] uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SqlOptions {
+    /// How long a SQLite writer waits for another one to finish (default 10 s).
+    pub busy_timeout: Duration,
+    /// How durable commits are (default: [`Durability::Default`]).
+    pub durability: Durability,
+}
+
+impl Default for SqlOptions {
+    fn default() -> Self {
+        Self {
+            busy_timeout: Duration::from_secs(10),
+            durability: Durability::Default,
+        }
+    }
+}
+
+/// A parsed database URL.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Target {
+    /// A SQLite database file.
+    Sqlite(PathBuf),
+    /// A PostgreSQL connection URL.
+    Postgres(String),
+}
+
+impl Target {
+    /// Parses `sqlite://PATH`, `sqlite:PATH`, a bare path, or `postgres://…` /
+    /// `postgresql://…`.
+    pub(crate) fn parse(url: &str) -> Result<Self> {
+        let refuse = |reason: &str| SqlError::Url {
+            url: redact(url),
+            reason: reason.to_string(),
+        };
+        if url.trim().is_empty() {
+            return Err(refuse("empty"));
+        }
+        if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            return Ok(Self::Postgres(url.to_string()));
+        }
+        let path = url
+            .strip_prefix("sqlite://")
+            .or_else(|| url.strip_prefix("sqlite:"))
+            .unwrap_or(url);
+        if path.is_empty() {
+            return Err(refuse("no database file after `sqlite://`"));
+        }
+        if path == ":memory:" || path.starts_with("file:") {
+            return Err(refuse(
+                "give a file path (in-memory and URI databases are not supported)",
+            ));
+        }
+        if path.contains("://") {
+            return Err(refuse(
+                "unsupported scheme: use sqlite://PATH or postgres://…",
+            ));
+        }
+        Ok(Self::Sqlite(PathBuf::from(path)))
+    }
+
+    pub(crate) fn backend(&self) -> Backend {
+        match self {
+            Self::Sqlite(_) => Backend::Sqlite,
+            Self::Postgres(_) => Backend::Postgres,
+        }
+    }
+
+    /// The target for messages (no password).
+    pub(crate) fn display(&self) -> String {
+        match self {
+            Self::Sqlite(p) => p.display().to_string(),
+            Self::Postgres(u) => redact(u),
+        }
+    }
+}
+
+/// `url` without the password of its user-info part, if any.
+pub(crate) fn redact(url: &str) -> String {
+    let Some(scheme_end) = url.find("://") else {
+        return url.to_string();
+    };
+    let rest = &url[scheme_end + 3..];
+    let authority_end = rest.find('/').unwrap_or(rest.len());
+    let authority = &rest[..authority_end];
+    match (authority.rfind('@'), authority.find(':')) {
+        (Some(at), Some(colon)) if colon < at => format!(
+            "{}{}:***{}",
+            &url[..scheme_end + 3],
+            &authority[..colon],
+            &rest[at..]
+        ),
+        _ => url.to_string(),
+    }
+}
+
+/// The SQLite URI of a path, opened read-only when `read_only`.
+#[cfg(feature = "sqlite")]
+fn sqlite_uri(path: &Path, read_only: bool) -> String {
+    let mut uri = String::from("file:");
+    for c in path.to_string_lossy().chars() {
+        match c {
+            '%' => uri.push_str("%25"),
+            '?' => uri.push_str("%3f"),
+            '#' => uri.push_str("%23"),
+            c => uri.push(c),
+        }
+    }
+    if read_only {
+        uri.push_str("?mode=ro");
+    }
+    uri
+}
+
+/// Opens the read-write connection of a store and brings its schema up to date.
+pub(crate) fn open(target: &Target, options: &SqlOptions) -> Result<AnyConnection> {
+    match target {
+        #[cfg(feature = "sqlite")]
+        Target::Sqlite(path) => open_sqlite(path, options),
+        #[cfg(feature = "postgres")]
+        Target::Postgres(url) => open_postgres(url, options),
+        #[allow(unreachable_patterns)]
+        other => Err(SqlError::Url {
+            url: other.display(),
+            reason: format!("this build of caf has no {} support", other.backend()),
+        }),
+    }
+}
+
+/// Opens a connection for [`crate::SqlStore::read_only_sql`]: a SQLite file opened read-only
+/// (and `query_only`), or a PostgreSQL session whose transactions default to read-only (each
+/// statement also runs in `BEGIN READ ONLY`).
+pub(crate) fn open_read_only(target: &Target, options: &SqlOptions) -> Result<AnyConnection> {
+    let backend = target.backend();
+    let connect = |source| SqlError::Connect {
+        backend,
+        target: target.display(),
+        source,
+    };
+    match target {
+        #[cfg(feature = "sqlite")]
+        Target::Sqlite(path) => {
+            let mut c =
+                diesel::SqliteConnection::establish(&sqlite_uri(path, true)).map_err(connect)?;
+            c.batch_execute(&format!(
+                "PRAGMA busy_timeout = {}; PRAGMA query_only = ON;",
+                options.busy_timeout.as_millis()
+            ))
+            .map_err(SqlError::query(
+                backend,
+                "configuring the read-only connection",
+            ))?;
+            Ok(AnyConnection::Sqlite(c))
+        }
+        #[cfg(feature = "postgres")]
+        Target::Postgres(url) => {
+            let _ = options;
+            let mut c = diesel::PgConnection::establish(url).map_err(connect)?;
+            c.batch_execute("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY")
+                .map_err(SqlError::query(
+                    backend,
+                    "configuring the read-only connection",
+                ))?;
+            Ok(AnyConnection::Pg(c))
+        }
+        #[allow(unreachable_patterns)]
+        other => Err(SqlError::Url {
+            url: other.display(),
+            reason: format!("this build of caf has no {} support", other.backend()),
+        }),
+    }
+}
+
+#[cfg(feature = "sqlite")]
+fn open_sqlite(path: &Path, options: &SqlOptions) -> Result<AnyConnection> {
+    let backend = Backend::Sqlite;
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent).map_err(|e| caf_core::Error::io(parent, e))?;
+    }
+    let mut c =
+        diesel::SqliteConnection::establish(&sqlite_uri(path, false)).map_err(|source| {
+            SqlError::Connect {
+                backend,
+                target: path.display().to_string(),
+                source,
+            }
+        })?;
+    // The busy timeout first, so that the pragmas below wait for other processes too.
+    let sync = match options.durability {
+        Durability::Full => "FULL",
+        Durability::Default | Durability::Relaxed => "NORMAL",
+    };
+    c.batch_execute(&format!(
+        "PRAGMA busy_timeout = {}; PRAGMA foreign_keys = ON; PRAGMA journal_mode = WAL; \
+         PRAGMA synchronous = {sync}; PRAGMA cache_size = -16384;",
+        options.busy_timeout.as_millis()
+    ))
+    .map_err(SqlError::query(backend, "configuring the connection"))?;
+    // Migrations inside BEGIN IMMEDIATE: processes opening a fresh database at the same time
+    // take turns instead of racing to create the tables.
+    AnsiTransactionManager::begin_transaction_sql(&mut c, "BEGIN IMMEDIATE")
+        .map_err(SqlError::query(backend, "starting the migrations"))?;
+    let ran = c
+        .run_pending_migrations(SQLITE_MIGRATIONS)
+        .map(|_| ())
+        .map_err(|source| SqlError::Migrate { backend, source });
+    finish(&mut c, ran, backend)?;
+    Ok(AnyConnection::Sqlite(c))
+}
+
+#[cfg(feature = "postgres")]
+fn open_postgres(url: &str, options: &SqlOptions) -> Result<AnyConnection> {
+    let backend = Backend::Postgres;
+    let mut c = diesel::PgConnection::establish(url).map_err(|source| SqlError::Connect {
+        backend,
+        target: redact(url),
+        source,
+    })?;
+    let sync = match options.durability {
+        Durability::Relaxed => "off",
+        Durability::Default | Durability::Full => "on",
+    };
+    c.batch_execute(&format!(
+        "SET client_min_messages = WARNING; SET synchronous_commit = {sync}"
+    ))
+    .map_err(SqlError::query(backend, "configuring the connection"))?;
+    // One migrator at a time across every process (a transaction-scoped advisory lock).
+    AnsiTransactionManager::begin_transaction(&mut c)
+        .map_err(SqlError::query(backend, "starting the migrations"))?;
+    let ran = c
+        .batch_execute("SELECT pg_advisory_xact_lock(7236188310432251905)")
+        .map_err(SqlError::query(backend, "locking the schema"))
+        .and_then(|()| {
+            c.run_pending_migrations(POSTGRES_MIGRATIONS)
+                .map(|_| ())
+                .map_err(|source| SqlError::Migrate { backend, source })
+        });
+    finish(&mut c, ran, backend)?;
+    Ok(AnyConnection::Pg(c))
+}
+
+/// Commits after `ran` succeeded, rolls back otherwise.
+fn finish<C>(c: &mut C, ran: Result<()>, backend: Backend) -> Result<()>
+where
+    C: Connection<TransactionManager = AnsiTransactionManager>,
+{
+    match ran {
+        Ok(()) => AnsiTransactionManager::commit_transaction(c)
+            .map_err(SqlError::query(backend, "committing")),
+        Err(e) => {
+            let _ = AnsiTransactionManager::rollback_transaction(c);
+            Err(e)
+        }
+    }
+}
+
+/// The kinds of transaction the store runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TxMode {
+    /// A write: `BEGIN IMMEDIATE` on SQLite (take the write lock up front, so the busy
+    /// timeout applies and no deferred upgrade can fail with "database is locked").
+    Write,
+    /// A consistent read: a deferred transaction on SQLite (a WAL snapshot), `REPEATABLE READ,
+    /// READ ONLY` on PostgreSQL.
+    Read,
+    /// A statement from outside: read-only on both backends (the connection is read-only too).
+    ReadOnly,
+}
+
+impl AnyConnection {
+    /// Which backend this is.
+    pub(crate) fn backend(&self) -> Backend {
+        match self {
+            #[cfg(feature = "sqlite")]
+            Self::Sqlite(_) => Backend::Sqlite,
+            #[cfg(feature = "postgres")]
+            Self::Pg(_) => Backend::Postgres,
+        }
+    }
+
+    fn begin(&mut self, mode: TxMode) -> diesel::QueryResult<()> {
+        match self {
+            #[cfg(feature = "sqlite")]
+            Self::Sqlite(c) => AnsiTransactionManager::begin_transaction_sql(
+                c,
+                match mode {
+                    TxMode::Write => "BEGIN IMMEDIATE",
+                    TxMode::Read | TxMode::ReadOnly => "BEGIN DEFERRED",
+                },
+            ),
+            #[cfg(feature = "postgres")]
+            Self::Pg(c) => AnsiTransactionManager::begin_transaction_sql(
+                c,
+                match mode {
+                    TxMode::Write => "BEGIN",
+                    TxMode::Read => "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY",
+                    TxMode::ReadOnly => "BEGIN READ ONLY",
+                },
+            ),
+        }
+    }
+
+    /// Runs `f` in a transaction of `mode`: committed if it returns `Ok` (rolled back for
+    /// [`TxMode::ReadOnly`], whatever happens), rolled back otherwise.
+    pub(crate) fn in_tx<T>(
+        &mut self,
+        mode: TxMode,
+        f: impl FnOnce(&mut Self) -> Result<T>,
+    ) -> Result<T> {
+        let backend = self.backend();
+        self.begin(mode)
+            .map_err(SqlError::query(backend, "starting a transaction"))?;
+        match f(self) {
+            Ok(v) if mode != TxMode::ReadOnly => {
+                <Self as Connection>::TransactionManager::commit_transaction(self)
+                    .map_err(SqlError::query(backend, "committing"))?;
+                Ok(v)
+            }
+            other => {
+                let _ = <Self as Connection>::TransactionManager::rollback_transaction(self);
+                other
+            }
+        }
+    }
+
+    /// Takes the PostgreSQL lock that serializes writers of one execution (released at the end
+    /// of the transaction); nothing on SQLite, where `BEGIN IMMEDIATE` serializes every writer.
+    pub(crate) fn lock_execution(&mut self, execution_id: &str) -> Result<()> {
+        match self {
+            #[cfg(feature = "postgres")]
+            Self::Pg(_) => {
+                use diesel::RunQueryDsl;
+                crate::stmt::Stmt::new("SELECT pg_advisory_xact_lock(hashtextextended(?, 0))")
+                    .text(execution_id)
+                    .execute(self)
+                    .map(|_| ())
+                    .map_err(SqlError::query(
+                        Backend::Postgres,
+                        format!("locking execution {execution_id}"),
+                    ))
+            }
+            #[allow(unreachable_patterns)]
+            _ => {
+                let _ = execution_id;
+                Ok(())
+            }
+        }
+    }
+}
+
+/// Evaluates `$body` with `$c` bound to the concrete connection inside `$conn`, for the few
+/// statements diesel's multi-backend cannot express (multi-row inserts).
+macro_rules! with_inner {
+    ($conn:expr, $c:ident => $body:expr) => {
+        match $conn {
+            #[cfg(feature = "sqlite")]
+            $crate::connection::AnyConnection::Sqlite($c) => $body,
+            #[cfg(feature = "postgres")]
+            $crate::connection::AnyConnection::Pg($c) => $body,
+        }
+    };
+}
+pub(crate) use with_inner;
+
+/// Inserts the rows of the slice `$rows` into `$table`: one row as a single-row statement
+/// (which diesel keeps prepared), several in one multi-row statement.
+macro_rules! insert_rows {
+    ($conn:expr, $table:path, $rows:expr) => {
+        match $rows {
+            [] => Ok(0),
+            [one] => diesel::insert_into($table).values(one).execute($conn),
+            many => {
+                $crate::connection::with_inner!($conn, c => diesel::insert_into($table).values(many).execute(c))
+            }
+        }
+    };
+}
+pub(crate) use insert_rows;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls() {
+        assert_eq!(
+            Target::parse("sqlite://a/b.db").ok(),
+            Some(Target::Sqlite("a/b.db".into()))
+        );
+        assert_eq!(
+            Target::parse("sqlite:///abs/b.db").ok(),
+            Some(Target::Sqlite("/abs/b.db".into()))
+        );
+        assert_eq!(
+            Target::parse("x.db").ok(),
+            Some(Target::Sqlite("x.db".into()))
+        );
+        assert_eq!(
+            Target::parse("postgresql://u@h/db").ok(),
+            Some(Target::Postgres("postgresql://u@h/db".into()))
+        );
+        assert!(Target::parse("mysql://h/db").is_err());
+        assert!(Target::parse("").is_err());
+        assert!(Target::parse("sqlite://").is_err());
+        assert_eq!(
+            redact("postgres://me:secret@host:5432/db"),
+            "postgres://me:***@host:5432/db"
+        );
+        assert_eq!(redact("postgres://me@host/db"), "postgres://me@host/db");
+    }
+}

@@ -1,0 +1,154 @@
+//! The crate's error type.
+
+use crate::Backend;
+
+/// Anything that can go wrong in the SQL layer. Every variant says which backend and what was
+/// being done.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SqlError {
+    /// The database URL is not one caf understands (or names a backend this build lacks).
+    #[error("database URL {url:?}: {reason}")]
+    Url {
+        /// The URL, with any password removed.
+        url: String,
+        /// Why it was refused.
+        reason: String,
+    },
+    /// The database could not be opened or reached.
+    #[error("{backend}: cannot connect to {target}: {source}")]
+    Connect {
+        /// The backend.
+        backend: Backend,
+        /// The URL or path, with any password removed.
+        target: String,
+        /// The driver's error.
+        #[source]
+        source: diesel::ConnectionError,
+    },
+    /// The embedded migrations could not be run.
+    #[error("{backend}: running the schema migrations failed: {source}")]
+    Migrate {
+        /// The backend.
+        backend: Backend,
+        /// The migration harness's error.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// A statement failed.
+    #[error("{backend}: {context}: {source}")]
+    Query {
+        /// The backend.
+        backend: Backend,
+        /// What was being done (`saving ckpt_…`, `listing`, …).
+        context: String,
+        /// The database's error.
+        #[source]
+        source: diesel::result::Error,
+    },
+    /// A statement given to [`crate::SqlStore::read_only_sql`] tried to change the database and
+    /// the read-only connection refused it.
+    #[error("{backend}: refused by the read-only connection: {source}")]
+    ReadOnly {
+        /// The backend.
+        backend: Backend,
+        /// The database's own refusal.
+        #[source]
+        source: diesel::result::Error,
+    },
+    /// No checkpoint (or execution) with this id.
+    #[error("{what} {id} not found")]
+    NotFound {
+        /// `checkpoint` or `execution`.
+        what: &'static str,
+        /// The id.
+        id: String,
+    },
+    /// Something stored in the database does not decode (edited by hand, or a bug).
+    #[error("{backend}: stored {what} is damaged: {message}")]
+    Corrupt {
+        /// The backend.
+        backend: Backend,
+        /// What (`checkpoint ckpt_…`, …).
+        what: String,
+        /// Why.
+        message: String,
+    },
+    /// A checkpoint could not be encoded, or a file could not be read (from caf-core).
+    #[error(transparent)]
+    Core(#[from] caf_core::Error),
+}
+
+/// `Result` with [`SqlError`].
+pub type Result<T, E = SqlError> = std::result::Result<T, E>;
+
+impl SqlError {
+    /// A failed statement, with what was being done.
+    pub(crate) fn query(
+        backend: Backend,
+        context: impl Into<String>,
+    ) -> impl FnOnce(diesel::result::Error) -> Self {
+        let context = context.into();
+        move |source| Self::Query {
+            backend,
+            context,
+            source,
+        }
+    }
+
+    /// Whether a retry of the whole transaction may succeed (a lost race with another writer).
+    pub(crate) fn is_retryable(&self) -> bool {
+        use diesel::result::{DatabaseErrorKind, Error};
+        match self {
+            Self::Query {
+                source: Error::DatabaseError(kind, info),
+                ..
+            } => {
+                matches!(
+                    kind,
+                    DatabaseErrorKind::UniqueViolation | DatabaseErrorKind::SerializationFailure
+                ) || info.message().contains("deadlock detected")
+            }
+            _ => false,
+        }
+    }
+}
+
+impl SqlError {
+    /// The backend's name (`sqlite`, `postgres`), or `sql` when no backend is concerned.
+    pub fn backend_name(&self) -> &'static str {
+        match self {
+            Self::Connect { backend, .. }
+            | Self::Migrate { backend, .. }
+            | Self::Query { backend, .. }
+            | Self::ReadOnly { backend, .. }
+            | Self::Corrupt { backend, .. } => backend.name(),
+            Self::Url { .. } | Self::NotFound { .. } | Self::Core(_) => "sql",
+        }
+    }
+}
+
+impl From<SqlError> for caf_core::Error {
+    /// Not-found and core errors keep their meaning; everything else becomes
+    /// [`caf_core::Error::Backend`] with this error as its source.
+    fn from(e: SqlError) -> Self {
+        match e {
+            SqlError::NotFound { what, id } => caf_core::Error::NotFound { what, id },
+            SqlError::Core(inner) => inner,
+            other => {
+                let backend = other.backend_name();
+                let text = other.to_string();
+                let message = text
+                    .strip_prefix(backend)
+                    .and_then(|t| t.strip_prefix(": "))
+                    .unwrap_or(&text)
+                    .to_string();
+                caf_core::Error::Backend {
+                    backend,
+                    message,
+                    source: Some(Box::new(other)),
+                }
+            }
+        }
+    }
+}

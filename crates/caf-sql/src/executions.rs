@@ -1,0 +1,141 @@
+//! The `executions` table: one summary row per execution, derived from its checkpoints.
+//!
+//! `status` comes from the newest checkpoint's reason (`completed` → completed, `error` → failed,
+//! `paused` → paused, anything else → running); `task` from its `context.variables.task` when
+//! that is a string; `started_at` is the oldest checkpoint's time and `completed_at` the newest
+//! one's when the execution completed or failed. The row goes when the last checkpoint goes.
+
+use crate::connection::AnyConnection;
+use crate::entries::task_at;
+use crate::error::{Result, SqlError};
+use crate::rows::{task_of, text};
+use crate::schema::{checkpoints, executions};
+use crate::stmt::Stmt;
+use caf_core::format::{Checkpoint, CheckpointReason};
+use diesel::prelude::*;
+
+/// The status of an execution whose newest checkpoint was taken for `reason`.
+pub(crate) fn status_of(reason: &str) -> &'static str {
+    match reason.parse::<CheckpointReason>() {
+        Ok(CheckpointReason::Completed) => "completed",
+        Ok(CheckpointReason::Error) => "failed",
+        Ok(CheckpointReason::Paused) => "paused",
+        _ => "running",
+    }
+}
+
+/// Creates the execution's row if it has none yet (before its first checkpoint goes in).
+pub(crate) fn ensure_execution(conn: &mut AnyConnection, c: &Checkpoint) -> Result<()> {
+    let backend = conn.backend();
+    let id = c.execution_id.as_str();
+    let fail = |what: &str| SqlError::query(backend, format!("execution {id}: {what}"));
+    let exists = executions::table
+        .select(executions::id)
+        .filter(executions::id.eq(id))
+        .first::<String>(conn)
+        .optional()
+        .map_err(fail("looking it up"))?
+        .is_some();
+    if !exists {
+        diesel::insert_into(executions::table)
+            .values((
+                executions::id.eq(id),
+                executions::agent_id.eq(text(&c.agent_id)),
+                executions::task.eq(task_of(c)),
+                executions::started_at.eq(c.timestamp.as_micros()),
+                executions::status.eq("running"),
+            ))
+            .execute(conn)
+            .map_err(fail("creating it"))?;
+    }
+    Ok(())
+}
+
+/// Updates the execution's row after `c` was saved, in one statement when `c` is its newest
+/// checkpoint (the usual case); otherwise only `started_at` can change.
+pub(crate) fn saved_into_execution(conn: &mut AnyConnection, c: &Checkpoint) -> Result<()> {
+    let backend = conn.backend();
+    let id = c.execution_id.as_str();
+    let fail = |what: &str| SqlError::query(backend, format!("execution {id}: {what}"));
+    let at = c.timestamp.as_micros();
+    let status = status_of(c.metadata.checkpoint_reason.as_str());
+    let completed_at = matches!(status, "completed" | "failed").then_some(at);
+    let newest = Stmt::new(
+        "UPDATE executions SET agent_id = ?, task = ?, status = ?, completed_at = ?, \
+         last_checkpoint_id = ?, last_checkpoint_at = ?, \
+         started_at = CASE WHEN started_at > ? THEN ? ELSE started_at END \
+         WHERE id = ? AND (last_checkpoint_at IS NULL OR last_checkpoint_at < ? \
+         OR (last_checkpoint_at = ? AND last_checkpoint_id < ?))",
+    )
+    .text(text(&c.agent_id))
+    .text(task_of(c))
+    .text(status)
+    .opt_int(completed_at)
+    .text(c.id.as_str())
+    .int(at)
+    .int(at)
+    .int(at)
+    .text(id)
+    .int(at)
+    .int(at)
+    .text(c.id.as_str())
+    .execute(conn)
+    .map_err(fail("updating it"))?;
+    if newest == 0 {
+        Stmt::new("UPDATE executions SET started_at = ? WHERE id = ? AND started_at > ?")
+            .int(at)
+            .text(id)
+            .int(at)
+            .execute(conn)
+            .map_err(fail("updating its start"))?;
+    }
+    Ok(())
+}
+
+/// Brings the execution's row in line with its checkpoints (deleting it if there are none),
+/// after a delete.
+pub(crate) fn refresh_execution(conn: &mut AnyConnection, id: &str) -> Result<()> {
+    let backend = conn.backend();
+    let fail = |what: &str| SqlError::query(backend, format!("execution {id}: {what}"));
+    let newest: Option<(String, i64, String, String, i64, i64)> = checkpoints::table
+        .select((
+            checkpoints::id,
+            checkpoints::timestamp,
+            checkpoints::reason,
+            checkpoints::agent_id,
+            checkpoints::line_id,
+            checkpoints::seq,
+        ))
+        .filter(checkpoints::execution_id.eq(id))
+        .order((checkpoints::timestamp.desc(), checkpoints::id.desc()))
+        .first(conn)
+        .optional()
+        .map_err(fail("finding its newest checkpoint"))?;
+    let Some((newest_id, at, reason, agent, line, seq)) = newest else {
+        diesel::delete(executions::table.filter(executions::id.eq(id)))
+            .execute(conn)
+            .map_err(fail("deleting it"))?;
+        return Ok(());
+    };
+    let started: Option<i64> = checkpoints::table
+        .filter(checkpoints::execution_id.eq(id))
+        .select(diesel::dsl::min(checkpoints::timestamp))
+        .first(conn)
+        .map_err(fail("finding its oldest checkpoint"))?;
+    let task = task_at(conn, line, seq).map_err(fail("reading its task"))?;
+    let status = status_of(&reason);
+    let completed_at = matches!(status, "completed" | "failed").then_some(at);
+    diesel::update(executions::table.filter(executions::id.eq(id)))
+        .set((
+            executions::agent_id.eq(agent),
+            executions::task.eq(task),
+            executions::started_at.eq(started.unwrap_or(at)),
+            executions::completed_at.eq(completed_at),
+            executions::status.eq(status),
+            executions::last_checkpoint_id.eq(Some(newest_id)),
+            executions::last_checkpoint_at.eq(Some(at)),
+        ))
+        .execute(conn)
+        .map_err(fail("updating it"))?;
+    Ok(())
+}

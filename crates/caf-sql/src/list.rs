@@ -1,0 +1,98 @@
+//! Listing checkpoint summaries with a [`ListFilter`], in SQL.
+
+use crate::connection::{AnyConnection, MultiBackend};
+use crate::error::{Result, SqlError};
+use crate::rows::{is_ambiguous, text, SummaryRow};
+use crate::schema::{checkpoint_labels, checkpoints};
+use caf_core::{CheckpointSummary, ListFilter};
+use diesel::dsl::exists;
+use diesel::prelude::*;
+
+type Boxed<'a> = checkpoints::BoxedQuery<'a, MultiBackend>;
+
+/// The checkpoints passing every filter but `before` and `limit`.
+fn filtered<'a>(f: &'a ListFilter, agent: Option<&'a str>, label: Option<&'a str>) -> Boxed<'a> {
+    let mut q = checkpoints::table.into_boxed::<MultiBackend>();
+    if let Some(e) = &f.execution_id {
+        q = q.filter(checkpoints::execution_id.eq(e.as_str()));
+    }
+    if let Some(a) = agent {
+        q = q.filter(checkpoints::agent_id.eq(a));
+    }
+    if let Some(r) = &f.reason {
+        q = q.filter(checkpoints::reason.eq(r.as_str()));
+    }
+    if let Some(l) = label {
+        q = q.filter(exists(
+            checkpoint_labels::table
+                .filter(checkpoint_labels::checkpoint_id.eq(checkpoints::id))
+                .filter(checkpoint_labels::label.eq(l)),
+        ));
+    }
+    if let Some(t) = f.since {
+        q = q.filter(checkpoints::timestamp.ge(t.as_micros()));
+    }
+    if let Some(t) = f.until {
+        q = q.filter(checkpoints::timestamp.lt(t.as_micros()));
+    }
+    q
+}
+
+/// Lists summaries newest first, as [`ListFilter::apply`] would.
+pub(crate) fn list_in(conn: &mut AnyConnection, f: &ListFilter) -> Result<Vec<CheckpointSummary>> {
+    let backend = conn.backend();
+    let fail = || SqlError::query(backend, "listing checkpoints");
+    // A filter value with a NUL (or U+FFFD) could match a stored value whose column form
+    // differs from it: filter those exactly, in memory, on the exact values.
+    let exact_agent = f.agent_id.as_deref().is_some_and(is_ambiguous);
+    let exact_label = f.label.as_deref().is_some_and(is_ambiguous);
+    if exact_agent || exact_label {
+        let agent = f.agent_id.as_deref().map(text);
+        let label = f.label.as_deref().map(text);
+        let rows: Vec<SummaryRow> = filtered(f, agent.as_deref(), label.as_deref())
+            .select(SummaryRow::as_select())
+            .load(conn)
+            .map_err(fail())?;
+        let all = summaries(backend, rows)?;
+        return Ok(f.apply(all));
+    }
+    let (agent, label) = (f.agent_id.as_deref(), f.label.as_deref());
+    let mut q = filtered(f, agent, label);
+    if let Some(before) = &f.before {
+        // The cursor must be a listed checkpoint; else nothing is older than it.
+        let at: Option<i64> = filtered(f, agent, label)
+            .select(checkpoints::timestamp)
+            .filter(checkpoints::id.eq(before.as_str()))
+            .first(conn)
+            .optional()
+            .map_err(fail())?;
+        let Some(at) = at else { return Ok(Vec::new()) };
+        q = q.filter(
+            checkpoints::timestamp.lt(at).or(checkpoints::timestamp
+                .eq(at)
+                .and(checkpoints::id.lt(before.as_str()))),
+        );
+    }
+    q = q.order((checkpoints::timestamp.desc(), checkpoints::id.desc()));
+    if let Some(limit) = f.limit {
+        q = q.limit(i64::try_from(limit).unwrap_or(i64::MAX));
+    }
+    let rows: Vec<SummaryRow> = q
+        .select(SummaryRow::as_select())
+        .load(conn)
+        .map_err(fail())?;
+    summaries(backend, rows)
+}
+
+fn summaries(backend: crate::Backend, rows: Vec<SummaryRow>) -> Result<Vec<CheckpointSummary>> {
+    rows.into_iter()
+        .map(|r| {
+            let id = r.id.clone();
+            r.into_summary().map_err(|d| SqlError::Corrupt {
+                backend,
+                what: format!("checkpoint {id}"),
+                message: d.0,
+            })
+        })
+        .collect()
+}

@@ -1,0 +1,421 @@
+//! Thin row types and the conversion of a [`Checkpoint`] to rows and back.
+//!
+//! Normalized columns are for querying. A few values cannot be held by a column exactly — a NUL
+//! character (PostgreSQL `text` refuses it; it becomes U+FFFD on both backends, so that queries
+//! behave the same) or a counter above `i64::MAX` (saturated) — and those are kept exactly in the
+//! `exact` JSON column, so that a checkpoint always loads back equal to what was saved. Items keep
+//! their exact JSON in `payload`, less the members a column already holds exactly (a thought's
+//! `content`, unless it has a NUL; a tool call's `args` and `result`, which are JSON text); the
+//! rest of the document is the `rest` JSON column.
+
+use crate::entries::Parts;
+use crate::schema::checkpoints;
+use caf_core::format::{
+    Branch, Checkpoint, CheckpointReason, CompletedStep, Context, JsonObject, Metadata, Progress,
+    Snapshot, Thought, ThoughtChain, ToolCall, ToolState,
+};
+use caf_core::{CheckpointId, CheckpointSummary, ExecutionId, Timestamp};
+use diesel::prelude::*;
+use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+
+/// The query form of a string: NUL replaced by U+FFFD (PostgreSQL `text` cannot hold NUL).
+pub(crate) fn text(s: &str) -> Cow<'_, str> {
+    if s.contains('\0') {
+        Cow::Owned(s.replace('\0', "\u{fffd}"))
+    } else {
+        Cow::Borrowed(s)
+    }
+}
+
+/// Whether a filter value may match a string whose query form differs from it.
+pub(crate) fn is_ambiguous(s: &str) -> bool {
+    s.contains('\0') || s.contains('\u{fffd}')
+}
+
+/// A counter as a column: saturated at `i64::MAX`.
+pub(crate) fn int(u: u64) -> i64 {
+    i64::try_from(u).unwrap_or(i64::MAX)
+}
+
+/// A count or position as a column.
+pub(crate) fn count(n: usize) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+/// A column counter back as `u64` (negative values, which caf never writes, become 0).
+pub(crate) fn uint(i: i64) -> u64 {
+    u64::try_from(i).unwrap_or(0)
+}
+
+/// JSON text of a value the caf types produced (serializing them into memory cannot fail).
+pub(crate) fn json<T: Serialize + ?Sized>(v: &T) -> String {
+    serde_json::to_string(v).unwrap_or_else(|_| "null".to_string())
+}
+
+/// The values whose column could not hold them exactly.
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct Exact {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    agent_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    step_number: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    tokens_used: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    duration_ms: Option<u64>,
+}
+
+impl Exact {
+    fn of(c: &Checkpoint) -> Option<String> {
+        let m = &c.metadata;
+        let big = |u: u64| (u > i64::MAX as u64).then_some(u);
+        let e = Self {
+            agent_id: c.agent_id.contains('\0').then(|| c.agent_id.clone()),
+            name: m.name.clone().filter(|n| n.contains('\0')),
+            step_number: big(m.step_number),
+            tokens_used: big(m.tokens_used),
+            duration_ms: big(m.duration_ms),
+        };
+        let needed = e.agent_id.is_some()
+            || e.name.is_some()
+            || e.step_number.is_some()
+            || e.tokens_used.is_some()
+            || e.duration_ms.is_some();
+        needed.then(|| json(&e))
+    }
+}
+
+/// Everything of a checkpoint that no column, item or entry holds, as written; with the
+/// number of entries of each part (to check what is read back).
+#[derive(Serialize)]
+struct RestOut<'a> {
+    #[serde(rename = "$schema")]
+    schema: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    current_thought_id: Option<&'a str>,
+    #[serde(skip_serializing_if = "is_empty")]
+    extensions: &'a JsonObject,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    last_call_id: Option<&'a str>,
+    metadata: MetaOut<'a>,
+    parts: BTreeMap<&'static str, u64>,
+    progress: ProgressOut,
+}
+
+fn is_empty(m: &&JsonObject) -> bool {
+    m.is_empty()
+}
+
+#[derive(Serialize)]
+struct MetaOut<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    agent_name: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    branch: Option<&'a Branch>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    description: Option<&'a str>,
+    #[serde(skip_serializing_if = "is_empty")]
+    extensions: &'a JsonObject,
+}
+
+#[derive(Serialize)]
+struct ProgressOut {
+    iterations_completed: u64,
+    step_number: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    total_steps: Option<u64>,
+}
+
+/// [`RestOut`], read back.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RestIn {
+    #[serde(rename = "$schema")]
+    schema: String,
+    #[serde(default)]
+    current_thought_id: Option<String>,
+    #[serde(default)]
+    extensions: JsonObject,
+    #[serde(default)]
+    last_call_id: Option<String>,
+    metadata: MetaIn,
+    /// Entries per part.
+    pub parts: BTreeMap<String, u64>,
+    progress: ProgressIn,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MetaIn {
+    #[serde(default)]
+    agent_name: Option<String>,
+    #[serde(default)]
+    branch: Option<Branch>,
+    #[serde(default)]
+    description: Option<String>,
+    #[serde(default)]
+    extensions: JsonObject,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ProgressIn {
+    iterations_completed: u64,
+    step_number: u64,
+    #[serde(default)]
+    total_steps: Option<u64>,
+}
+
+fn rest_of(c: &Checkpoint) -> String {
+    let s = &c.snapshot;
+    json(&RestOut {
+        schema: &c.schema,
+        current_thought_id: s.thought_chain.current_thought_id.as_deref(),
+        extensions: &c.extensions,
+        last_call_id: s.tool_state.last_call_id.as_deref(),
+        metadata: MetaOut {
+            agent_name: c.metadata.agent_name.as_deref(),
+            branch: c.metadata.branch.as_ref(),
+            description: c.metadata.description.as_deref(),
+            extensions: &c.metadata.extensions,
+        },
+        parts: crate::entries::counts(s),
+        progress: ProgressOut {
+            iterations_completed: s.progress.iterations_completed,
+            step_number: s.progress.step_number,
+            total_steps: s.progress.total_steps,
+        },
+    })
+}
+
+/// The task of an execution as a checkpoint tells it: `context.variables.task` when a string.
+pub(crate) fn task_of(c: &Checkpoint) -> String {
+    match c.snapshot.context.variables.get("task") {
+        Some(serde_json::Value::String(s)) => text(s).into_owned(),
+        _ => String::new(),
+    }
+}
+
+/// A `checkpoints` row.
+#[derive(Debug, Clone, Queryable, Selectable, Insertable)]
+#[diesel(table_name = checkpoints, treat_none_as_default_value = false)]
+pub(crate) struct CheckpointRow {
+    pub id: String,
+    pub parent_id: Option<String>,
+    pub execution_id: String,
+    pub agent_id: String,
+    pub timestamp: i64,
+    pub version: String,
+    pub step_number: i64,
+    pub reason: String,
+    pub tokens_used: i64,
+    pub duration_ms: i64,
+    pub name: Option<String>,
+    pub labels: String,
+    pub integrity: String,
+    pub bytes: i64,
+    pub line_id: i64,
+    pub seq: i64,
+    pub thought_count: i64,
+    pub call_count: i64,
+    pub step_count: i64,
+    pub exact: Option<String>,
+    pub rest: String,
+}
+
+/// The columns a listing reads.
+#[derive(Debug, Clone, Queryable, Selectable)]
+#[diesel(table_name = checkpoints)]
+pub(crate) struct SummaryRow {
+    pub id: String,
+    pub parent_id: Option<String>,
+    pub execution_id: String,
+    pub agent_id: String,
+    pub timestamp: i64,
+    pub step_number: i64,
+    pub reason: String,
+    pub tokens_used: i64,
+    pub name: Option<String>,
+    pub labels: String,
+    pub bytes: i64,
+    pub exact: Option<String>,
+}
+
+/// Where a checkpoint sits: its line and sequence number there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Place {
+    pub line_id: i64,
+    pub seq: i64,
+}
+
+/// A stored value that does not decode.
+#[derive(Debug)]
+pub(crate) struct Damaged(pub String);
+
+impl CheckpointRow {
+    /// The row of `c`, placed at `place`, whose encoding has `integrity` and `bytes`.
+    pub fn of(c: &Checkpoint, place: Place, integrity: &str, bytes: u64) -> Self {
+        let m = &c.metadata;
+        let s = &c.snapshot;
+        Self {
+            id: c.id.to_string(),
+            parent_id: c.parent_id.as_ref().map(|p| p.to_string()),
+            execution_id: c.execution_id.to_string(),
+            agent_id: text(&c.agent_id).into_owned(),
+            timestamp: c.timestamp.as_micros(),
+            version: c.version.clone(),
+            step_number: int(m.step_number),
+            reason: m.checkpoint_reason.as_str().to_string(),
+            tokens_used: int(m.tokens_used),
+            duration_ms: int(m.duration_ms),
+            name: m.name.as_deref().map(|n| text(n).into_owned()),
+            labels: json(&m.labels),
+            integrity: integrity.to_string(),
+            bytes: int(bytes),
+            line_id: place.line_id,
+            seq: place.seq,
+            thought_count: count(s.thought_chain.thoughts.len()),
+            call_count: count(s.tool_state.calls.len()),
+            step_count: count(s.progress.completed_steps.len()),
+            exact: Exact::of(c),
+            rest: rest_of(c),
+        }
+    }
+
+    pub fn place(&self) -> Place {
+        Place {
+            line_id: self.line_id,
+            seq: self.seq,
+        }
+    }
+
+    /// The `rest` column, decoded.
+    pub fn rest(&self) -> Result<RestIn, Damaged> {
+        serde_json::from_str(&self.rest).map_err(|e| Damaged(e.to_string()))
+    }
+
+    /// The checkpoint, given its `rest`, items and entries.
+    pub fn into_checkpoint(
+        self,
+        rest: RestIn,
+        thoughts: Vec<Thought>,
+        calls: Vec<ToolCall>,
+        completed_steps: Vec<CompletedStep>,
+        parts: Parts,
+    ) -> Result<Checkpoint, Damaged> {
+        let exact = exact_of(self.exact.as_deref())?;
+        let header = Header::new(
+            &self.id,
+            self.parent_id.as_deref(),
+            &self.execution_id,
+            &self.reason,
+        )?;
+        Ok(Checkpoint {
+            schema: rest.schema,
+            agent_id: exact.agent_id.unwrap_or(self.agent_id),
+            execution_id: header.execution_id,
+            extensions: rest.extensions,
+            id: header.id,
+            metadata: Metadata {
+                agent_name: rest.metadata.agent_name,
+                branch: rest.metadata.branch,
+                checkpoint_reason: header.reason,
+                description: rest.metadata.description,
+                duration_ms: exact.duration_ms.unwrap_or(uint(self.duration_ms)),
+                extensions: rest.metadata.extensions,
+                labels: serde_json::from_str(&self.labels).map_err(|e| Damaged(e.to_string()))?,
+                name: exact.name.or(self.name),
+                step_number: exact.step_number.unwrap_or(uint(self.step_number)),
+                tokens_used: exact.tokens_used.unwrap_or(uint(self.tokens_used)),
+            },
+            parent_id: header.parent_id,
+            snapshot: Snapshot {
+                context: Context {
+                    history: parts.history,
+                    memory: parts.memory,
+                    messages: parts.messages,
+                    state: parts.state,
+                    variables: parts.variables,
+                },
+                progress: Progress {
+                    completed_steps,
+                    iterations_completed: rest.progress.iterations_completed,
+                    pending_steps: parts.pending_steps,
+                    step_number: rest.progress.step_number,
+                    total_steps: rest.progress.total_steps,
+                },
+                thought_chain: ThoughtChain {
+                    current_thought_id: rest.current_thought_id,
+                    thoughts,
+                },
+                tool_state: ToolState {
+                    calls,
+                    last_call_id: rest.last_call_id,
+                    results: parts.results,
+                },
+            },
+            timestamp: Timestamp::from_micros(self.timestamp),
+            version: self.version,
+        })
+    }
+}
+
+fn exact_of(s: Option<&str>) -> Result<Exact, Damaged> {
+    match s {
+        None => Ok(Exact::default()),
+        Some(s) => serde_json::from_str(s).map_err(|e| Damaged(e.to_string())),
+    }
+}
+
+/// The typed ids and reason of a row.
+struct Header {
+    id: CheckpointId,
+    parent_id: Option<CheckpointId>,
+    execution_id: ExecutionId,
+    reason: CheckpointReason,
+}
+
+impl Header {
+    fn new(id: &str, parent: Option<&str>, execution: &str, reason: &str) -> Result<Self, Damaged> {
+        let bad = |e: &dyn std::fmt::Display| Damaged(e.to_string());
+        Ok(Self {
+            id: CheckpointId::new(id).map_err(|e| bad(&e))?,
+            parent_id: parent
+                .map(CheckpointId::new)
+                .transpose()
+                .map_err(|e| bad(&e))?,
+            execution_id: ExecutionId::new(execution).map_err(|e| bad(&e))?,
+            reason: reason.parse().map_err(|e| bad(&e))?,
+        })
+    }
+}
+
+impl SummaryRow {
+    /// The summary this row describes.
+    pub fn into_summary(self) -> Result<CheckpointSummary, Damaged> {
+        let exact = exact_of(self.exact.as_deref())?;
+        let header = Header::new(
+            &self.id,
+            self.parent_id.as_deref(),
+            &self.execution_id,
+            &self.reason,
+        )?;
+        Ok(CheckpointSummary {
+            id: header.id,
+            parent_id: header.parent_id,
+            execution_id: header.execution_id,
+            agent_id: exact.agent_id.unwrap_or(self.agent_id),
+            step_number: exact.step_number.unwrap_or(uint(self.step_number)),
+            checkpoint_reason: header.reason,
+            timestamp: Timestamp::from_micros(self.timestamp),
+            tokens_used: exact.tokens_used.unwrap_or(uint(self.tokens_used)),
+            name: exact.name.or(self.name),
+            labels: serde_json::from_str(&self.labels).map_err(|e| Damaged(e.to_string()))?,
+            bytes: uint(self.bytes),
+        })
+    }
+}

@@ -1,0 +1,241 @@
+//! [`SqlStore`]: checkpoints in SQLite or PostgreSQL.
+
+use crate::cache::LineCache;
+use crate::connection::{self, AnyConnection, Backend, SqlOptions, Target, TxMode};
+use crate::error::{Result, SqlError};
+use crate::gc::{delete_execution_in_tx, delete_in_tx};
+use crate::list::list_in;
+use crate::sync::{load_in_tx, save_in_tx, Encoded, SyncOutcome};
+use caf_core::format::Checkpoint;
+use caf_core::{CheckpointId, CheckpointStore, CheckpointSummary, ExecutionId, ListFilter};
+use std::sync::{Mutex, MutexGuard};
+
+/// How often a save that lost a race with another writer (PostgreSQL) is tried again.
+const RETRIES: usize = 8;
+
+pub(crate) struct Inner {
+    pub conn: AnyConnection,
+    pub cache: LineCache,
+}
+
+/// Checkpoints in a SQL database: SQLite (a file, embedded) or PostgreSQL (a server).
+///
+/// Open one with [`SqlStore::open`]. It implements [`CheckpointStore`] (the same contract and
+/// conformance suite as the memory and file stores) and adds analytics
+/// ([`stats`](Self::stats), [`query_tool_calls`](Self::query_tool_calls),
+/// [`query_thoughts`](Self::query_thoughts), [`read_only_sql`](Self::read_only_sql)) and the
+/// bridges from a [`caf_core::FileStore`] ([`sync_from`](Self::sync_from),
+/// [`reindex_from`](Self::reindex_from)).
+///
+/// A store holds one connection (behind a mutex, so the store is `Send + Sync` and threads take
+/// turns); open several stores for parallel writers. Every save is one transaction. SQLite writers
+/// take the write lock up front (`BEGIN IMMEDIATE`) and wait up to
+/// [`SqlOptions::busy_timeout`] for each other, so concurrent processes do not fail with
+/// "database is locked"; PostgreSQL writers of the same execution take turns on an advisory
+/// lock, and a save that loses a race (a unique violation, a serialization failure, a deadlock)
+/// is retried.
+pub struct SqlStore {
+    backend: Backend,
+    target: Target,
+    options: SqlOptions,
+    inner: Mutex<Inner>,
+    read_only: Mutex<Option<AnyConnection>>,
+}
+
+impl std::fmt::Debug for SqlStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqlStore")
+            .field("backend", &self.backend)
+            .field("target", &self.target.display())
+            .finish_non_exhaustive()
+    }
+}
+
+impl SqlStore {
+    /// Opens the database at `url` with default [`SqlOptions`] and runs its pending migrations.
+    ///
+    /// `url` is `sqlite://PATH`, `sqlite:PATH` or a bare `PATH` (the file and its directory are
+    /// created if needed), or `postgres://…` / `postgresql://…` (the database must exist).
+    pub fn open(url: &str) -> Result<Self> {
+        Self::open_with(url, SqlOptions::default())
+    }
+
+    /// Opens the database at `url` (see [`SqlStore::open`]) with `options`.
+    pub fn open_with(url: &str, options: SqlOptions) -> Result<Self> {
+        let target = Target::parse(url)?;
+        let conn = connection::open(&target, &options)?;
+        Ok(Self {
+            backend: target.backend(),
+            target,
+            options,
+            inner: Mutex::new(Inner {
+                conn,
+                cache: LineCache::default(),
+            }),
+            read_only: Mutex::new(None),
+        })
+    }
+
+    /// Which backend this store uses.
+    pub fn backend(&self) -> Backend {
+        self.backend
+    }
+
+    /// The database, for messages: the SQLite file path, or the PostgreSQL URL without its
+    /// password.
+    pub fn location(&self) -> String {
+        self.target.display()
+    }
+
+    pub(crate) fn lock(&self) -> MutexGuard<'_, Inner> {
+        // A panic while the lock was held leaves at worst a transaction that the next `BEGIN`
+        // reports; the cache is only ever a hint. Recover the guard.
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub(crate) fn read_only_connection(&self) -> Result<MutexGuard<'_, Option<AnyConnection>>> {
+        let mut guard = self.read_only.lock().unwrap_or_else(|p| p.into_inner());
+        if guard.is_none() {
+            *guard = Some(connection::open_read_only(&self.target, &self.options)?);
+        }
+        Ok(guard)
+    }
+
+    /// Runs `f` in a transaction of `mode` on the store's connection.
+    pub(crate) fn with_tx<T>(
+        &self,
+        mode: TxMode,
+        f: impl FnOnce(&mut AnyConnection, &mut LineCache) -> Result<T>,
+    ) -> Result<T> {
+        let mut inner = self.lock();
+        let Inner { conn, cache } = &mut *inner;
+        conn.in_tx(mode, |conn| f(conn, cache))
+    }
+
+    /// Saves a checkpoint: checks and encodes it (to know its checksum and size), then
+    /// [`sync_encoded`](Self::sync_encoded).
+    pub fn save_checkpoint(
+        &self,
+        checkpoint: &Checkpoint,
+    ) -> Result<(CheckpointSummary, SyncOutcome)> {
+        let bytes =
+            caf_core::format::encode(checkpoint).map_err(|error| caf_core::Error::Encode {
+                id: checkpoint.id.to_string(),
+                error,
+            })?;
+        self.sync_encoded(checkpoint, &bytes)
+    }
+
+    /// Stores a checkpoint whose encoding ([`caf_core::format::encode`]) is `encoded` — what
+    /// its file holds — without encoding it again (the hybrid store passes what it wrote).
+    ///
+    /// One transaction; idempotent (the same checkpoint again is [`SyncOutcome::Unchanged`] and
+    /// writes nothing); another checkpoint under an existing id replaces it
+    /// ([`SyncOutcome::Replaced`]). A checkpoint whose parent is the newest of its line
+    /// continues that line and writes only the items that changed.
+    pub fn sync_encoded(
+        &self,
+        checkpoint: &Checkpoint,
+        encoded: &[u8],
+    ) -> Result<(CheckpointSummary, SyncOutcome)> {
+        let enc = Encoded::from_bytes(encoded).ok_or_else(|| SqlError::Corrupt {
+            backend: self.backend,
+            what: format!("encoding of {}", checkpoint.id),
+            message: "no integrity line".into(),
+        })?;
+        let outcome = self.store_encoded(checkpoint, &enc)?;
+        Ok((CheckpointSummary::of(checkpoint, enc.bytes), outcome))
+    }
+
+    /// Saves `checkpoint` whose encoding is `enc`, retrying a save that lost a race.
+    pub(crate) fn store_encoded(
+        &self,
+        checkpoint: &Checkpoint,
+        enc: &Encoded,
+    ) -> Result<SyncOutcome> {
+        let mut attempt = 0;
+        loop {
+            let mut inner = self.lock();
+            let Inner { conn, cache } = &mut *inner;
+            match conn.in_tx(TxMode::Write, |conn| {
+                save_in_tx(conn, cache, checkpoint, enc)
+            }) {
+                Ok(saved) => {
+                    if let Some(tip) = saved.tip {
+                        cache.put(tip);
+                    }
+                    return Ok(saved.outcome);
+                }
+                Err(e) if e.is_retryable() && attempt < RETRIES => {
+                    attempt += 1;
+                    drop(inner);
+                    std::thread::sleep(std::time::Duration::from_millis(
+                        fastrand::u64(1..=10) * attempt as u64,
+                    ));
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Loads a checkpoint ([`SqlError::NotFound`] if there is none with this id). It equals
+    /// what was saved.
+    pub fn load_checkpoint(&self, id: &CheckpointId) -> Result<Checkpoint> {
+        self.with_tx(TxMode::Read, |conn, _| load_in_tx(conn, id))?
+            .ok_or_else(|| SqlError::NotFound {
+                what: "checkpoint",
+                id: id.to_string(),
+            })
+    }
+
+    /// Lists summaries matching `filter`, newest first (timestamp, then id, descending).
+    pub fn list_checkpoints(&self, filter: &ListFilter) -> Result<Vec<CheckpointSummary>> {
+        let mut inner = self.lock();
+        list_in(&mut inner.conn, filter)
+    }
+
+    /// Deletes one checkpoint; `false` if there was none.
+    pub fn delete_checkpoint(&self, id: &CheckpointId) -> Result<bool> {
+        self.retrying(|conn, cache| delete_in_tx(conn, cache, id))
+    }
+
+    /// Deletes every checkpoint of an execution; returns how many there were.
+    pub fn delete_execution_checkpoints(&self, execution: &ExecutionId) -> Result<usize> {
+        self.retrying(|conn, cache| delete_execution_in_tx(conn, cache, execution))
+    }
+
+    fn retrying<T>(
+        &self,
+        f: impl Fn(&mut AnyConnection, &mut LineCache) -> Result<T>,
+    ) -> Result<T> {
+        let mut attempt = 0;
+        loop {
+            match self.with_tx(TxMode::Write, &f) {
+                Err(e) if e.is_retryable() && attempt < RETRIES => attempt += 1,
+                other => return other,
+            }
+        }
+    }
+}
+
+impl CheckpointStore for SqlStore {
+    fn save(&self, checkpoint: &Checkpoint) -> caf_core::Result<CheckpointSummary> {
+        Ok(self.save_checkpoint(checkpoint)?.0)
+    }
+
+    fn load(&self, id: &CheckpointId) -> caf_core::Result<Checkpoint> {
+        Ok(self.load_checkpoint(id)?)
+    }
+
+    fn list(&self, filter: &ListFilter) -> caf_core::Result<Vec<CheckpointSummary>> {
+        Ok(self.list_checkpoints(filter)?)
+    }
+
+    fn delete(&self, id: &CheckpointId) -> caf_core::Result<bool> {
+        Ok(self.delete_checkpoint(id)?)
+    }
+
+    fn delete_execution(&self, execution_id: &ExecutionId) -> caf_core::Result<usize> {
+        Ok(self.delete_execution_checkpoints(execution_id)?)
+    }
+}

@@ -1,0 +1,318 @@
+//! The database through the command line: `caf demo` indexes its checkpoints in SQLite next to
+//! the files and ends with statistics from SQL; `caf stats`, `caf query`, `caf sql` (read-only,
+//! refused by the connection), `caf sync`, `caf reindex`; saves and deletes keep the database in
+//! step (hybrid); `--db URL --no-files` keeps checkpoints in a database only — SQLite always,
+//! PostgreSQL when `CAF_TEST_POSTGRES_URL` is set (skipped loudly otherwise).
+
+#![allow(clippy::unwrap_used)]
+
+use caf_tests::cli::{fixtures, s, Sandbox};
+use serde_json::Value;
+
+fn count(sb: &Sandbox, sql: &str) -> i64 {
+    let out = sb.caf(&["--json", "sql", sql]).ok().json();
+    out["rows"][0][0]
+        .as_i64()
+        .unwrap_or_else(|| panic!("{out}"))
+}
+
+#[test]
+fn demo_indexes_in_sqlite_and_reports_stats_from_sql() {
+    let sb = Sandbox::new();
+    let out = sb.caf(&["demo"]).ok().out();
+    assert!(out.contains("From SQL"), "{out}");
+    assert!(
+        out.contains("9 checkpoints, 17 thoughts, 8 tool calls (0 failed)"),
+        "{out}"
+    );
+    assert!(sb.store().join(".caf/caf.db").is_file());
+    let report = sb.demo(&[]); // a replay: same ids
+    assert_eq!(report["stats"]["totals"]["checkpoints"], 9, "{report}");
+    let stats = sb.caf(&["--json", "stats"]).ok().json();
+    assert_eq!(stats["totals"]["executions"], 1);
+    assert_eq!(stats["totals"]["checkpoints"], sb.list(&[]).len());
+    let exec = &stats["executions"][0];
+    assert_eq!(exec["status"], "completed");
+    assert!(exec["task"].as_str().unwrap().starts_with("Compare three"));
+    assert_eq!(exec["tool_calls_by_tool"]["search"], 2);
+    let id = exec["execution_id"].as_str().unwrap();
+    let one = sb.caf(&["--json", "stats", "--execution", id]).ok().json();
+    assert_eq!(one["executions"].as_array().unwrap().len(), 1);
+    sb.caf(&["stats", "--execution", "exec_nope"]).fails(1);
+    let table = sb.caf(&["stats"]).ok().out();
+    assert!(
+        table.contains("EXECUTION") && table.contains("completed"),
+        "{table}"
+    );
+}
+
+#[test]
+fn queries_find_tool_calls_and_thoughts() {
+    let sb = Sandbox::new();
+    sb.demo(&[]);
+    let calls = sb
+        .caf(&["--json", "query", "tool-calls", "--tool", "search"])
+        .ok()
+        .json();
+    let calls = calls.as_array().unwrap();
+    assert_eq!(calls.len(), 2);
+    for c in calls {
+        assert_eq!(c["call"]["tool_id"], "search");
+        assert!(c["call"]["args"]["query"].is_string(), "{c}");
+        assert!(c["call"]["result"].is_string(), "{c}");
+        assert!(c["execution_id"].as_str().unwrap().starts_with("exec_"));
+        assert!(c["first_checkpoint_id"]
+            .as_str()
+            .unwrap()
+            .starts_with("ckpt_"));
+    }
+    let all = sb.caf(&["--json", "query", "tool-calls"]).ok().json();
+    assert_eq!(all.as_array().unwrap().len(), 8);
+    let failed = sb
+        .caf(&["--json", "query", "tool-calls", "--failed"])
+        .ok()
+        .json();
+    assert_eq!(failed.as_array().unwrap().len(), 0);
+    // Case-insensitive, LIKE wildcards taken literally.
+    let hits = sb
+        .caf(&["--json", "query", "thoughts", "--contains", "STEP 3:"])
+        .ok()
+        .json();
+    let hits = hits.as_array().unwrap();
+    assert_eq!(hits.len(), 1, "{hits:?}");
+    assert!(hits[0]["thought"]["content"]
+        .as_str()
+        .unwrap()
+        .starts_with("Step 3:"));
+    let none = sb
+        .caf(&["--json", "query", "thoughts", "--contains", "%"])
+        .ok()
+        .json();
+    assert_eq!(none.as_array().unwrap().len(), 0);
+    let out = sb
+        .caf(&["query", "thoughts", "--contains", "step"])
+        .ok()
+        .out();
+    assert!(
+        out.contains("THOUGHT") && out.contains("reasoning"),
+        "{out}"
+    );
+}
+
+#[test]
+fn sql_is_read_only_by_the_connection() {
+    let sb = Sandbox::new();
+    sb.demo(&[]);
+    let out = sb
+        .caf(&[
+            "--json",
+            "sql",
+            "SELECT id, step_number FROM checkpoints ORDER BY step_number LIMIT 2",
+        ])
+        .ok()
+        .json();
+    assert_eq!(out["columns"], serde_json::json!(["id", "step_number"]));
+    assert_eq!(out["rows"].as_array().unwrap().len(), 2);
+    for write in [
+        "DELETE FROM checkpoints",
+        "UPDATE checkpoints SET step_number = 0",
+        "INSERT INTO checkpoint_labels (checkpoint_id, label) SELECT id, 'x' FROM checkpoints",
+        "DROP TABLE thoughts",
+        "CREATE TABLE evil (x INTEGER)",
+    ] {
+        let out = sb.caf(&["sql", write]).fails(1);
+        assert!(
+            out.err().contains("read-only") || out.err().contains("readonly"),
+            "{}",
+            out.describe()
+        );
+    }
+    assert_eq!(count(&sb, "SELECT count(*) FROM checkpoints"), 9);
+    assert_eq!(count(&sb, "SELECT count(*) FROM checkpoint_labels"), 1);
+    sb.caf(&["sql", "SELEKT nonsense"]).fails(1);
+}
+
+#[test]
+fn saves_and_deletes_keep_the_database_in_step() {
+    let sb = Sandbox::new();
+    sb.demo(&["--steps", "3", "--crash-at", "0"]);
+    assert_eq!(count(&sb, "SELECT count(*) FROM checkpoints"), 4);
+    // import (hybrid): a 0.0.1 file lands in the files and the database.
+    let v0 = fixtures().join("v0.0.1").join("seed-example.json");
+    sb.caf(&["import", s(&v0)]).ok();
+    assert_eq!(count(&sb, "SELECT count(*) FROM checkpoints"), 5);
+    assert_eq!(count(&sb, "SELECT count(*) FROM executions"), 2);
+    // delete one, then a whole execution
+    let newest = sb.list(&[])[0]["id"].as_str().unwrap().to_string();
+    sb.caf(&["delete", &newest]).ok();
+    assert_eq!(count(&sb, "SELECT count(*) FROM checkpoints"), 4);
+    sb.caf(&["delete", "--execution", "exec_xyz"]).ok();
+    assert_eq!(
+        count(
+            &sb,
+            "SELECT count(*) FROM checkpoints WHERE execution_id = 'exec_xyz'"
+        ),
+        0
+    );
+}
+
+#[test]
+fn sync_brings_in_files_and_reindex_rebuilds() {
+    let sb = Sandbox::new();
+    sb.demo(&["--steps", "3", "--crash-at", "0"]);
+    // Files saved elsewhere: another demo's checkpoints copied in by hand.
+    let other = Sandbox::new();
+    other.demo(&["--steps", "2", "--seed", "7", "--crash-at", "0"]);
+    for (name, bytes) in caf_tests::cli::json_files(&other.store()) {
+        std::fs::write(sb.store().join(name), bytes).unwrap();
+    }
+    assert_eq!(
+        count(&sb, "SELECT count(*) FROM checkpoints"),
+        4,
+        "not yet synced"
+    );
+    let report = sb.caf(&["--json", "sync"]).ok().json();
+    assert_eq!(report["added"], 3, "{report}");
+    assert_eq!(report["unchanged"], 4, "{report}");
+    assert_eq!(count(&sb, "SELECT count(*) FROM checkpoints"), 7);
+    let again = sb.caf(&["--json", "sync"]).ok().json();
+    assert_eq!(again["added"], 0);
+    // Reindex from nothing gives the same database content.
+    let before = sb.caf(&["--json", "stats"]).ok().json();
+    for f in ["caf.db", "caf.db-wal", "caf.db-shm"] {
+        let _ = std::fs::remove_file(sb.store().join(".caf").join(f));
+    }
+    let out = sb.caf(&["stats"]).fails(1);
+    assert!(out.err().contains("no database"), "{}", out.describe());
+    let report = sb.caf(&["--json", "reindex"]).ok().json();
+    assert_eq!(report["checkpoints"], 7, "{report}");
+    assert_eq!(report["executions"], 2, "{report}");
+    let after = sb.caf(&["--json", "stats"]).ok().json();
+    assert_eq!(before, after);
+}
+
+fn database_only(sb: &Sandbox, url: &str) {
+    let run = |args: &[&str]| {
+        let mut all = vec!["--db", url, "--no-files"];
+        all.extend_from_slice(args);
+        sb.caf_plain(&all, &[])
+    };
+    let report = run(&["--json", "demo", "--steps", "3"]).ok().json();
+    assert_eq!(report["checkpoints"], 4, "{report}");
+    assert!(!sb.store().exists(), "database-only mode wrote files");
+    let list: Value = run(&["--json", "list"]).ok().json();
+    let list = list.as_array().unwrap();
+    assert_eq!(list.len(), 4);
+    let id = list[0]["id"].as_str().unwrap();
+    let shown = run(&["inspect", id]).ok().out();
+    assert!(shown.contains("Reason      completed"), "{shown}");
+    let doc = run(&["--json", "inspect", id]).ok().json();
+    assert_eq!(doc["id"], id);
+    let diff = run(&["--json", "diff", id]).ok().json();
+    assert_eq!(diff["to"], id);
+    let stats = run(&["--json", "stats"]).ok().json();
+    assert_eq!(stats["totals"]["checkpoints"], 4);
+    run(&["delete", id]).ok();
+    assert_eq!(
+        run(&["--json", "list"])
+            .ok()
+            .json()
+            .as_array()
+            .unwrap()
+            .len(),
+        3
+    );
+}
+
+#[test]
+fn database_only_on_sqlite() {
+    let sb = Sandbox::new();
+    let url = format!("sqlite://{}", sb.path().join("only.db").display());
+    database_only(&sb, &url);
+}
+
+#[test]
+fn database_only_on_postgres() {
+    let Some(base) = std::env::var("CAF_TEST_POSTGRES_URL")
+        .ok()
+        .filter(|u| !u.is_empty())
+    else {
+        eprintln!("SKIPPED database_only_on_postgres: set CAF_TEST_POSTGRES_URL (e.g. postgres://postgres@127.0.0.1:5432/test)");
+        return;
+    };
+    let db = caf_sql::ScratchDatabase::create(&base).unwrap();
+    let sb = Sandbox::new();
+    database_only(&sb, db.url());
+}
+
+#[test]
+fn no_files_needs_a_database() {
+    let sb = Sandbox::new();
+    let out = sb.caf(&["--no-files", "list"]).fails(2);
+    assert!(out.err().contains("--db"), "{}", out.describe());
+}
+
+#[test]
+fn bench_measures_the_database_modes() {
+    let sb = Sandbox::new();
+    let scratch = sb.path().join("scratch");
+    std::fs::create_dir_all(&scratch).unwrap();
+    let out = sb
+        .caf(&[
+            "--json",
+            "bench",
+            "--executions",
+            "2",
+            "--steps",
+            "12",
+            "--mode",
+            "files+sqlite",
+            "--mode",
+            "sqlite",
+            "--scratch",
+            s(&scratch),
+        ])
+        .ok()
+        .json();
+    let modes: Vec<&str> = out
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["mode"].as_str().unwrap())
+        .collect();
+    assert_eq!(modes, ["files+sqlite", "sqlite"]);
+    let sqlite = &out[1];
+    for key in [
+        "save_us",
+        "restore_us",
+        "list_us",
+        "floor_us",
+        "sync_us",
+        "sync_at_10_us",
+        "sync_at_last_us",
+    ] {
+        assert!(
+            sqlite[key].as_f64().is_some_and(|v| v > 0.0),
+            "{key}: {sqlite}"
+        );
+    }
+    assert!(sqlite["disk_bytes"].as_u64().unwrap() > 0);
+    assert!(sqlite["whole_bytes"].as_u64().unwrap() > 0);
+    assert_eq!(
+        std::fs::read_dir(&scratch).unwrap().count(),
+        0,
+        "bench left files behind"
+    );
+    let out = sb
+        .caf(&[
+            "bench",
+            "--mode",
+            "postgres",
+            "--executions",
+            "1",
+            "--steps",
+            "1",
+        ])
+        .fails(2);
+    assert!(out.err().contains("--db"), "{}", out.describe());
+}
