@@ -20,7 +20,6 @@ use caf_core::{
 };
 use caf_sql::{HybridStore, SqlStore};
 use serde::Serialize;
-use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -101,37 +100,9 @@ fn micros(t: Instant) -> f64 {
     t.elapsed().as_secs_f64() * 1e6
 }
 
-/// A deterministic filler string of exactly `len` bytes.
-fn filler(len: usize, seed: usize) -> String {
-    const WORDS: [&str; 8] = [
-        "agent ", "reads ", "the ", "file ", "and ", "plans ", "next ", "step ",
-    ];
-    let mut s = String::with_capacity(len + 8);
-    let mut i = seed;
-    while s.len() < len {
-        s.push_str(WORDS[i % WORDS.len()]);
-        i += 3;
-    }
-    s.truncate(len);
-    s
-}
-
-const KINDS: [&str; 3] = ["reasoning", "observation", "action"];
-const TOOLS: [&str; 5] = ["search", "read_file", "write_file", "run_tests", "http_get"];
-
 /// One step of the workload on `state`.
 fn step(state: &mut RuntimeState, s: usize) -> Result<(), Failure> {
-    state.add_thought(KINDS[s % 3], filler(400, s), Some(0.85));
-    let tool = TOOLS[s % TOOLS.len()];
-    let call = state.start_tool_call(tool, json!({"query": filler(80, s + 1), "n": s}));
-    state
-        .complete_tool_call(&call, json!(filler(600, s + 2)))
-        .map_err(Failure::msg)?;
-    state.set_variable("step", json!(s));
-    state.set_variable("last_tool", json!(tool));
-    state.set_variable("score", json!(s as f64 / 100.0));
-    state.complete_step(None);
-    Ok(())
+    caf_core::workload::agent_run_step(state, s).map_err(Failure::msg)
 }
 
 fn dir_bytes(dir: &Path) -> u64 {

@@ -41,6 +41,7 @@ pub mod id;
 pub mod manager;
 pub mod runtime;
 pub mod store;
+pub mod workload;
 
 pub use clock::{Clock, SystemClock, Timestamp};
 pub use diff::{diff, CheckpointDiff};

@@ -124,27 +124,10 @@ pub fn demo_run(seed: u64, steps: usize) -> Vec<Checkpoint> {
     out
 }
 
-/// A deterministic filler string of exactly `len` bytes.
-pub fn filler(len: usize, seed: usize) -> String {
-    const WORDS: [&str; 8] = [
-        "agent ", "reads ", "the ", "file ", "and ", "plans ", "next ", "step ",
-    ];
-    let mut s = String::with_capacity(len + 8);
-    let mut i = seed;
-    while s.len() < len {
-        s.push_str(WORDS[i % WORDS.len()]);
-        i += 3;
-    }
-    s.truncate(len);
-    s
-}
-
 /// The agent-run workload of DESIGN.md (as `caf bench` runs it): `executions` × `steps`; each
 /// step adds a 400-byte thought and a completed tool call (80-byte query, 600-byte result),
 /// sets `step`, `last_tool`, `score`, and saves. Every checkpoint in the order taken.
 pub fn agent_run(executions: usize, steps: usize) -> Vec<Checkpoint> {
-    const KINDS: [&str; 3] = ["reasoning", "observation", "action"];
-    const TOOLS: [&str; 5] = ["search", "read_file", "write_file", "run_tests", "http_get"];
     let clock = Arc::new(SimulatedClock::starting_at(
         utc(2026, 1, 5, 9, 0, 0).unwrap(),
     ));
@@ -154,17 +137,8 @@ pub fn agent_run(executions: usize, steps: usize) -> Vec<Checkpoint> {
         let exec = ExecutionId::new(format!("exec_run_{e:03}")).unwrap();
         let mut state = RuntimeState::with_clock("bench-agent", exec, clock.clone());
         for s in 0..steps {
-            state.add_thought(KINDS[s % 3], filler(400, s), Some(0.85));
-            let tool = TOOLS[s % TOOLS.len()];
-            let call = state.start_tool_call(tool, json!({"query": filler(80, s + 1), "n": s}));
+            caf_core::workload::agent_run_step(&mut state, s).unwrap();
             clock.advance_ms(5);
-            state
-                .complete_tool_call(&call, json!(filler(600, s + 2)))
-                .unwrap();
-            state.set_variable("step", json!(s));
-            state.set_variable("last_tool", json!(tool));
-            state.set_variable("score", json!(s as f64 / 100.0));
-            state.complete_step(None);
             save(
                 &m,
                 &mut state,
