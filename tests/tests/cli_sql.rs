@@ -316,3 +316,101 @@ fn bench_measures_the_database_modes() {
         .fails(2);
     assert!(out.err().contains("--db"), "{}", out.describe());
 }
+
+#[test]
+fn reading_never_creates_a_database() {
+    let sb = Sandbox::new();
+    sb.demo(&["--steps", "2"]);
+    let env_db = sb.path().join("env.db");
+    let url = format!("sqlite://{}", env_db.display());
+    // A DATABASE_URL meant for something else: listing reads the files and creates nothing.
+    let out = sb
+        .caf_plain(
+            &["--dir", &sb.store_str(), "list"],
+            &[("DATABASE_URL", &url)],
+        )
+        .ok();
+    assert!(out.out().contains("ID"), "{}", out.describe());
+    assert!(!env_db.exists(), "list created {}", env_db.display());
+    // Analytics on a database that does not exist: a clear error, and still nothing created.
+    let missing = sb.path().join("missing.db");
+    let murl = format!("sqlite://{}", missing.display());
+    let out = sb.caf(&["--db", &murl, "stats"]).fails(1);
+    assert!(out.err().contains("no database"), "{}", out.describe());
+    sb.caf(&["--db", &murl, "--no-files", "list"]).fails(1);
+    assert!(!missing.exists());
+}
+
+#[test]
+fn passwords_stay_hidden() {
+    let sb = Sandbox::new();
+    let secret = "postgres://u:hunter2@127.0.0.1:1/db";
+    let help = sb
+        .caf_plain(&["--help"], &[("CAF_DATABASE_URL", secret)])
+        .ok();
+    assert!(!help.out().contains("hunter2"), "{}", help.describe());
+    let out = sb.caf(&["--db", secret, "--no-files", "list"]).fails(1);
+    assert!(!out.err().contains("hunter2"), "{}", out.describe());
+    assert!(out.err().contains("u:***@"), "{}", out.describe());
+    // A key/value connection string is not taken for a file name.
+    let out = sb
+        .caf(&["--db", "host=h password=hunter2", "--no-files", "list"])
+        .fails(1);
+    assert!(!out.err().contains("hunter2"), "{}", out.describe());
+    assert_eq!(
+        std::fs::read_dir(sb.path()).unwrap().count(),
+        0,
+        "a file was created"
+    );
+}
+
+#[test]
+fn reindex_keeps_checkpoints_that_only_the_database_has() {
+    let sb = Sandbox::new();
+    let db = sb.path().join("shared.db");
+    let url = format!("sqlite://{}", db.display());
+    sb.caf(&["--db", &url, "--no-files", "demo", "--steps", "2"])
+        .ok();
+    std::fs::create_dir_all(sb.store()).unwrap();
+    let out = sb.caf(&["--db", &url, "reindex"]).fails(1);
+    assert!(out.err().contains("--force"), "{}", out.describe());
+    let left = sb
+        .caf(&["--db", &url, "--no-files", "--json", "list"])
+        .ok()
+        .json();
+    assert_eq!(
+        left.as_array().unwrap().len(),
+        3,
+        "reindex dropped checkpoints"
+    );
+    sb.caf(&["--db", &url, "reindex", "--force"]).ok();
+    let left = sb
+        .caf(&["--db", &url, "--no-files", "--json", "list"])
+        .ok()
+        .json();
+    assert_eq!(left.as_array().unwrap().len(), 0);
+}
+
+#[test]
+fn read_only_sql_cannot_reach_other_files() {
+    let sb = Sandbox::new();
+    sb.demo(&["--steps", "2"]);
+    let evil = sb.path().join("evil.db");
+    for sql in [
+        format!("ATTACH DATABASE '{}' AS x", evil.display()),
+        format!("/* hi */ attach '{}' as x", evil.display()),
+        format!("VACUUM INTO '{}'", evil.display()),
+    ] {
+        let out = sb.caf(&["sql", &sql]).fails(1);
+        assert!(out.err().contains("read-only"), "{}", out.describe());
+        assert!(!evil.exists(), "{sql} created a file");
+    }
+}
+
+#[test]
+fn importing_one_checkpoint_twice_in_one_call_saves_it_once() {
+    let sb = Sandbox::new();
+    let v1 = fixtures().join("v1.0.0").join("minimal.json");
+    let out = sb.caf(&["--json", "import", s(&v1), s(&v1)]).ok().json();
+    assert_eq!(out.as_array().unwrap().len(), 1, "{out}");
+}

@@ -309,8 +309,19 @@ pub fn run(t: &Target, json: bool, a: &BenchArgs) -> CmdResult {
             .filter(|p| !p.as_os_str().is_empty())
             .map_or_else(|| PathBuf::from("."), Path::to_path_buf),
     };
-    let mut modes = a.mode.clone();
-    modes.dedup();
+    let mut modes: Vec<Mode> = Vec::new();
+    for m in &a.mode {
+        if !modes.contains(m) {
+            modes.push(*m);
+        }
+    }
+    if modes.contains(&Mode::Postgres)
+        && !t.db.as_deref().is_some_and(|u| u.starts_with("postgres"))
+    {
+        return Err(Failure::Usage(
+            "--mode postgres needs --db postgres://…".into(),
+        ));
+    }
     let mut all = Vec::new();
     for mode in modes {
         if !json {
@@ -374,6 +385,6 @@ pub fn run(t: &Target, json: bool, a: &BenchArgs) -> CmdResult {
         ]);
     }
     table.print();
-    println!("medians per operation; --json adds means and p95");
+    crate::say!("medians per operation; --json adds means and p95");
     Ok(())
 }

@@ -18,7 +18,13 @@ pub struct Cli {
     /// A database to keep in sync with the files (`sqlite://PATH` or `postgres://…`); the
     /// default is the directory's own `DIR/.caf/caf.db` when it exists. Also read from
     /// CAF_DATABASE_URL, then DATABASE_URL.
-    #[arg(long, global = true, env = "CAF_DATABASE_URL", value_name = "URL")]
+    #[arg(
+        long,
+        global = true,
+        env = "CAF_DATABASE_URL",
+        hide_env_values = true,
+        value_name = "URL"
+    )]
     pub db: Option<String>,
 
     /// Keep checkpoints in the database only (needs --db).
@@ -59,7 +65,7 @@ pub enum Command {
     /// Bring checkpoint files saved elsewhere into the database.
     Sync,
     /// Rebuild the database from the checkpoint files.
-    Reindex,
+    Reindex(ReindexArgs),
     /// Statistics from the database: per execution and in total.
     Stats(StatsArgs),
     /// Search the database: tool calls or thoughts.
@@ -146,6 +152,15 @@ pub struct DeleteArgs {
     /// Delete every checkpoint of this execution instead.
     #[arg(long, short = 'e', conflicts_with = "ids")]
     pub execution: Option<String>,
+}
+
+/// `caf reindex`.
+#[derive(Debug, Args)]
+pub struct ReindexArgs {
+    /// Rebuild even though the database holds checkpoints that have no file here (they are
+    /// dropped).
+    #[arg(long)]
+    pub force: bool,
 }
 
 /// `caf stats`.

@@ -334,11 +334,16 @@ pub fn run(t: &Target, json: bool, a: &DemoArgs) -> CmdResult {
         crate::target::redact(&db.location())
     );
     crate::commands::database::print_stats(&stats);
-    let d = t.dir().display();
+    let global = match (&t.db, t.no_files) {
+        (Some(db), true) => format!("--db {} --no-files", crate::target::redact(db)),
+        _ => format!("--dir {}", t.dir().display()),
+    };
     let _ = writeln!(o, "\nNext:");
-    let _ = writeln!(o, "  caf --dir {d} list --execution {exec}");
-    let _ = writeln!(o, "  caf --dir {d} inspect {last}");
-    let _ = writeln!(o, "  caf --dir {d} query tool-calls --tool search");
-    let _ = writeln!(o, "  caf validate {d}");
+    let _ = writeln!(o, "  caf {global} list --execution {exec}");
+    let _ = writeln!(o, "  caf {global} inspect {last}");
+    let _ = writeln!(o, "  caf {global} query tool-calls --tool search");
+    if !t.no_files {
+        let _ = writeln!(o, "  caf validate {}", t.dir().display());
+    }
     Ok(())
 }

@@ -17,17 +17,31 @@ pub const YELLOW: Style = AnsiColor::Yellow.on_default();
 /// Cyan, for ids.
 pub const CYAN: Style = AnsiColor::Cyan.on_default();
 
-/// Prints one error line on stderr: `caf: error: …`.
+/// Prints a line on stdout; a closed pipe (`caf … | head`) is not an error worth a panic.
+#[macro_export]
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout(), $($arg)*);
+    }};
+}
+
+/// One line: a message from a library (a database driver, say) may hold line breaks.
+fn one_line(msg: &str) -> String {
+    msg.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Prints one error line on stderr: `error: …`.
 pub fn error_line(msg: &str) {
     let mut err = anstream::stderr();
     let red = RED.bold();
-    let _ = writeln!(err, "{red}error:{red:#} {msg}");
+    let _ = writeln!(err, "{red}error:{red:#} {}", one_line(msg));
 }
 
 /// Prints one warning line on stderr.
 pub fn warn_line(msg: &str) {
     let mut err = anstream::stderr();
-    let _ = writeln!(err, "{YELLOW}warning:{YELLOW:#} {msg}");
+    let _ = writeln!(err, "{YELLOW}warning:{YELLOW:#} {}", one_line(msg));
 }
 
 /// Prints a value as pretty JSON on stdout.

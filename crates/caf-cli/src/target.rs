@@ -11,6 +11,17 @@ use caf_core::{CheckpointStore, FileStore};
 use caf_sql::{HybridStore, SqlStore};
 use std::path::{Path, PathBuf};
 
+/// Whether a store is opened with its database.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Db {
+    /// Files only.
+    Skip,
+    /// The database in use, if there is one.
+    IfAny,
+    /// The database in use, or the directory's default one, created.
+    Create,
+}
+
 /// The checkpoint directory and database the user chose.
 #[derive(Debug, Clone)]
 pub struct Target {
@@ -83,13 +94,16 @@ impl Store {
         }
     }
 
-    /// Whether the store has something under `id` (for files: any directory entry, even a
-    /// damaged file or a link, so that it can be deleted).
+    /// Whether the store has something under `id`: a directory entry (even a damaged file or a
+    /// link, so that it can be deleted) or a database row.
     pub fn contains(&self, id: &caf_core::CheckpointId) -> bool {
-        match self.files() {
-            Some(f) => std::fs::symlink_metadata(f.path_of(id)).is_ok(),
-            None => !matches!(self.load(id), Err(caf_core::Error::NotFound { .. })),
-        }
+        let in_files = self
+            .files()
+            .is_some_and(|f| std::fs::symlink_metadata(f.path_of(id)).is_ok());
+        let in_db = self
+            .sql()
+            .is_some_and(|db| !matches!(db.load(id), Err(caf_core::Error::NotFound { .. })));
+        in_files || in_db
     }
 
     /// The stored size of a checkpoint: its file, or its encoding.
@@ -102,18 +116,7 @@ impl Store {
 }
 
 /// A URL with its password hidden, for messages.
-pub fn redact(url: &str) -> String {
-    match (url.find("://"), url.rfind('@')) {
-        (Some(scheme), Some(at)) if at > scheme => {
-            let userinfo = &url[scheme + 3..at];
-            match userinfo.split_once(':') {
-                Some((user, _)) => format!("{}{user}:***{}", &url[..scheme + 3], &url[at..]),
-                None => url.to_string(),
-            }
-        }
-        _ => url.to_string(),
-    }
-}
+pub use caf_sql::redact;
 
 impl Target {
     /// The default database of the directory.
@@ -141,7 +144,7 @@ impl Target {
             .or_else(|| (create || self.default_db_path().is_file()).then(|| self.default_db_url()))
     }
 
-    /// Opens the database (`create`: the directory's default one may be created).
+    /// Opens the database (`create`: it may be created; otherwise a SQLite file must exist).
     pub fn database(&self, create: bool) -> Result<SqlStore, Failure> {
         let url = self.db_url(create).ok_or_else(|| {
             Failure::msg(format!(
@@ -150,6 +153,12 @@ impl Target {
                 self.default_db_path().display()
             ))
         })?;
+        if let Some(path) = caf_sql::sqlite_path(&url).filter(|p| !create && !p.is_file()) {
+            return Err(Failure::msg(format!(
+                "{}: no database here (`caf sync` or `caf reindex` builds one from the files)",
+                path.display()
+            )));
+        }
         if self.db.is_none() {
             let parent = self.default_db_path();
             if let Some(p) = parent.parent() {
@@ -160,14 +169,14 @@ impl Target {
         SqlStore::open(&url).map_err(|e| Failure::msg(format!("{}: {e}", redact(&url))))
     }
 
-    fn open(&self, must_exist: bool, with_db: bool) -> Result<Store, Failure> {
+    fn open(&self, must_exist: bool, db: Db) -> Result<Store, Failure> {
         if self.no_files {
             if self.db.is_none() {
                 return Err(Failure::Usage(
                     "--no-files needs a database: pass --db URL".into(),
                 ));
             }
-            return Ok(Store::Sql(self.database(false)?));
+            return Ok(Store::Sql(self.database(!must_exist)?));
         }
         if must_exist && !self.dir.is_dir() {
             return Err(Failure::msg(format!(
@@ -179,48 +188,46 @@ impl Target {
         for p in files.problems() {
             crate::output::warn_line(&format!("skipped unreadable file: {}", p.error));
         }
-        match self.db_url(with_db) {
+        let url = match db {
+            Db::Skip => None,
+            Db::IfAny => self.db_url(false),
+            Db::Create => self.db_url(true),
+        };
+        match url {
             Some(_) => {
-                let sql = self.database(with_db)?;
+                let sql = self.database(db == Db::Create)?;
                 Ok(Store::Hybrid(Box::new(HybridStore::new(files, sql))))
             }
             None => Ok(Store::Files(files)),
         }
     }
 
-    /// The store, for commands that read (the directory must exist).
+    /// The store, for commands that only read: the files alone (the database is their index),
+    /// or the database with `--no-files`. Nothing is created.
     pub fn open_existing(&self) -> Result<Store, Failure> {
-        self.open(true, false)
+        self.open(true, Db::Skip)
     }
 
-    /// The store, for commands that write (the directory is created if needed).
+    /// The store, for commands that change existing checkpoints (delete): files and their
+    /// database, if any, which must exist.
+    pub fn open_for_update(&self) -> Result<Store, Failure> {
+        self.open(true, Db::IfAny)
+    }
+
+    /// The store, for commands that add checkpoints (import): the directory is created if
+    /// needed; a database in use is kept in sync.
     pub fn open_or_create(&self) -> Result<Store, Failure> {
-        self.open(false, false)
+        self.open(false, Db::IfAny)
     }
 
     /// The store with a database, creating the directory's default one if none is configured
     /// (`caf demo`).
     pub fn open_with_database(&self) -> Result<Store, Failure> {
-        self.open(false, true)
+        self.open(false, Db::Create)
     }
 
     /// The directory as a path.
     pub fn dir(&self) -> &Path {
         &self.dir
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn passwords_are_hidden() {
-        assert_eq!(
-            redact("postgres://u:secret@h:5432/db"),
-            "postgres://u:***@h:5432/db"
-        );
-        assert_eq!(redact("postgres://u@h/db"), "postgres://u@h/db");
-        assert_eq!(redact("sqlite:///tmp/x.db"), "sqlite:///tmp/x.db");
     }
 }

@@ -140,6 +140,10 @@ impl Target {
                 "unsupported scheme: use sqlite://PATH or postgres://…",
             ));
         }
+        if !url.starts_with("sqlite:") && path.contains('=') {
+            // A key/value connection string (`host=… password=…`) is not a file name.
+            return Err(refuse("not a URL: use sqlite://PATH or postgres://…"));
+        }
         Ok(Self::Sqlite(PathBuf::from(path)))
     }
 
@@ -159,23 +163,47 @@ impl Target {
     }
 }
 
-/// `url` without the password of its user-info part, if any.
-pub(crate) fn redact(url: &str) -> String {
-    let Some(scheme_end) = url.find("://") else {
-        return url.to_string();
-    };
-    let rest = &url[scheme_end + 3..];
-    let authority_end = rest.find('/').unwrap_or(rest.len());
-    let authority = &rest[..authority_end];
-    match (authority.rfind('@'), authority.find(':')) {
-        (Some(at), Some(colon)) if colon < at => format!(
-            "{}{}:***{}",
-            &url[..scheme_end + 3],
-            &authority[..colon],
-            &rest[at..]
-        ),
-        _ => url.to_string(),
+/// The file of a SQLite database URL (`None` for PostgreSQL or a URL caf refuses).
+pub fn sqlite_path(url: &str) -> Option<PathBuf> {
+    match Target::parse(url) {
+        Ok(Target::Sqlite(p)) => Some(p),
+        _ => None,
     }
+}
+
+/// `url` with any password hidden: the password of its user-info part (everything up to the
+/// last `@` of the URL, so a password holding `/` or `@` is still hidden) and the value of any
+/// `password=` parameter.
+pub fn redact(url: &str) -> String {
+    let mut out = match url.find("://") {
+        Some(scheme_end) => {
+            let rest = &url[scheme_end + 3..];
+            let query_at = rest.find('?').unwrap_or(rest.len());
+            match rest[..query_at].rfind('@') {
+                Some(at) => match rest[..at].find(':') {
+                    Some(colon) => format!(
+                        "{}{}:***{}",
+                        &url[..scheme_end + 3],
+                        &rest[..colon],
+                        &rest[at..]
+                    ),
+                    None => url.to_string(),
+                },
+                None => url.to_string(),
+            }
+        }
+        None => url.to_string(),
+    };
+    // `password=…` in a query string or a key/value connection string.
+    let lower = out.to_ascii_lowercase();
+    if let Some(i) = lower.find("password=") {
+        let start = i + "password=".len();
+        let end = out[start..]
+            .find(|c: char| c == '&' || c.is_whitespace())
+            .map_or(out.len(), |e| start + e);
+        out.replace_range(start..end, "***");
+    }
+    out
 }
 
 /// The SQLite URI of a path, opened read-only when `read_only`.
@@ -491,5 +519,33 @@ mod tests {
             "postgres://me:***@host:5432/db"
         );
         assert_eq!(redact("postgres://me@host/db"), "postgres://me@host/db");
+    }
+}
+
+#[cfg(test)]
+mod redact_tests {
+    use super::redact;
+
+    #[test]
+    fn hides_passwords_everywhere() {
+        assert_eq!(
+            redact("postgres://u:secret@h:5432/db"),
+            "postgres://u:***@h:5432/db"
+        );
+        assert_eq!(
+            redact("postgres://u:pa/ss@127.0.0.1:1/db"),
+            "postgres://u:***@127.0.0.1:1/db"
+        );
+        assert_eq!(redact("postgres://u:p@ss@h/db"), "postgres://u:***@h/db");
+        assert_eq!(
+            redact("postgres://h/db?user=u&password=pw&x=1"),
+            "postgres://h/db?user=u&password=***&x=1"
+        );
+        assert_eq!(
+            redact("host=h password=hunter2 user=u"),
+            "host=h password=*** user=u"
+        );
+        assert_eq!(redact("postgres://u@h/db"), "postgres://u@h/db");
+        assert_eq!(redact("sqlite:///tmp/x.db"), "sqlite:///tmp/x.db");
     }
 }

@@ -56,6 +56,15 @@ pub enum SqlError {
         #[source]
         source: diesel::result::Error,
     },
+    /// A statement given to [`crate::SqlStore::read_only_sql`] that reaches other files
+    /// (SQLite `ATTACH`, `DETACH`, `VACUUM INTO`) was refused before it ran.
+    #[error("{backend}: {reason}")]
+    Refused {
+        /// The backend.
+        backend: Backend,
+        /// Why.
+        reason: String,
+    },
     /// No checkpoint (or execution) with this id.
     #[error("{what} {id} not found")]
     NotFound {
@@ -122,6 +131,7 @@ impl SqlError {
             | Self::Migrate { backend, .. }
             | Self::Query { backend, .. }
             | Self::ReadOnly { backend, .. }
+            | Self::Refused { backend, .. }
             | Self::Corrupt { backend, .. } => backend.name(),
             Self::Url { .. } | Self::NotFound { .. } | Self::Core(_) => "sql",
         }

@@ -115,7 +115,7 @@ mod store;
 mod sync;
 
 pub use analytics::{Averages, ExecutionStats, Stats, Totals};
-pub use connection::{Backend, Durability, SqlOptions};
+pub use connection::{redact, sqlite_path, Backend, Durability, SqlOptions};
 pub use error::{Result, SqlError};
 pub use files::{FileProblem, ReindexReport, SyncReport};
 pub use hybrid::HybridStore;

@@ -248,6 +248,9 @@ impl SqlStore {
     /// text; PostgreSQL refuses several.
     pub fn read_only_sql(&self, sql: &str) -> Result<SqlRows> {
         let backend = self.backend();
+        if backend == Backend::Sqlite {
+            refuse_file_statements(backend, sql)?;
+        }
         let mut guard = self.read_only_connection()?;
         let Some(conn) = guard.as_mut() else {
             return Err(SqlError::Corrupt {
@@ -277,6 +280,35 @@ impl SqlStore {
         }
         result
     }
+}
+
+/// SQLite statements that reach other files without writing this database: `ATTACH` creates
+/// the file it names, `VACUUM INTO` writes a copy. The read-only connection refuses every write
+/// to the database itself; these are refused before they run.
+fn refuse_file_statements(backend: Backend, sql: &str) -> Result<()> {
+    let mut text = sql.trim_start();
+    // Skip leading comments.
+    loop {
+        if let Some(rest) = text.strip_prefix("--") {
+            text = rest.split_once('\n').map_or("", |(_, r)| r).trim_start();
+        } else if let Some(rest) = text.strip_prefix("/*") {
+            text = rest.split_once("*/").map_or("", |(_, r)| r).trim_start();
+        } else {
+            break;
+        }
+    }
+    let word: String = text
+        .chars()
+        .take_while(|c| c.is_ascii_alphabetic())
+        .collect::<String>()
+        .to_ascii_uppercase();
+    if matches!(word.as_str(), "ATTACH" | "DETACH" | "VACUUM") {
+        return Err(SqlError::Refused {
+            backend,
+            reason: format!("refused by the read-only connection: {word} reaches other files"),
+        });
+    }
+    Ok(())
 }
 
 fn classify(backend: Backend, source: diesel::result::Error) -> SqlError {

@@ -1,13 +1,13 @@
 //! The database commands: `caf sync`, `caf reindex`, `caf stats`, `caf query`, `caf sql`.
 
 use super::execution_id;
-use crate::cli::{QueryCommand, SqlArgs, StatsArgs};
+use crate::cli::{QueryCommand, ReindexArgs, SqlArgs, StatsArgs};
 use crate::output::{self, Table, CYAN, DIM, GREEN, RED, YELLOW};
 use crate::target::Target;
 use crate::{CmdResult, Failure};
 use anstyle::Style;
 use caf_core::format::ToolStatus;
-use caf_core::FileStore;
+use caf_core::{CheckpointStore, FileStore};
 use caf_sql::{SqlStore, Stats};
 use std::io::Write;
 
@@ -47,7 +47,7 @@ pub fn sync(t: &Target, json: bool) -> CmdResult {
     if json {
         output::print_json(&r);
     } else {
-        println!(
+        crate::say!(
             "synced {} into {}: {} added, {} replaced, {} unchanged{}",
             t.dir.display(),
             crate::target::redact(&db.location()),
@@ -64,15 +64,35 @@ pub fn sync(t: &Target, json: bool) -> CmdResult {
     Ok(())
 }
 
-/// `caf reindex`: rebuilds the database from the files.
-pub fn reindex(t: &Target, json: bool) -> CmdResult {
+/// `caf reindex`: rebuilds the database from the files. It refuses to drop checkpoints that
+/// exist only in the database (a database shared with other directories, say) unless forced.
+pub fn reindex(t: &Target, json: bool, a: &ReindexArgs) -> CmdResult {
     let (files, db) = both(t)?;
+    if !a.force {
+        let all = caf_core::ListFilter::default();
+        let on_disk: std::collections::HashSet<_> =
+            files.list(&all)?.into_iter().map(|s| s.id).collect();
+        let only_in_db: Vec<_> = db
+            .list(&all)?
+            .into_iter()
+            .filter(|s| !on_disk.contains(&s.id))
+            .map(|s| s.id)
+            .collect();
+        if let Some(first) = only_in_db.first() {
+            return Err(Failure::msg(format!(
+                "{}: holds {} checkpoints with no file in {} (e.g. {first}); reindexing would drop them — pass --force to rebuild anyway",
+                crate::target::redact(&db.location()),
+                only_in_db.len(),
+                t.dir.display()
+            )));
+        }
+    }
     let r = db.reindex_from(&files).map_err(|e| sql_failure(&db, e))?;
     report_problems(&r.problems);
     if json {
         output::print_json(&r);
     } else {
-        println!(
+        crate::say!(
             "rebuilt {} from {}: {} checkpoints of {} executions",
             crate::target::redact(&db.location()),
             t.dir.display(),
@@ -211,7 +231,7 @@ pub fn query(t: &Target, json: bool, q: &QueryCommand) -> CmdResult {
                 ]);
             }
             t.print();
-            println!("{} tool calls", rows.len());
+            crate::say!("{} tool calls", rows.len());
         }
         QueryCommand::Thoughts { contains } => {
             let rows = db
@@ -238,7 +258,7 @@ pub fn query(t: &Target, json: bool, q: &QueryCommand) -> CmdResult {
                 ]);
             }
             t.print();
-            println!("{} thoughts", rows.len());
+            crate::say!("{} thoughts", rows.len());
         }
     }
     Ok(())
@@ -270,6 +290,6 @@ pub fn sql(t: &Target, json: bool, a: &SqlArgs) -> CmdResult {
         );
     }
     table.print();
-    println!("{} rows", rows.rows.len());
+    crate::say!("{} rows", rows.rows.len());
     Ok(())
 }

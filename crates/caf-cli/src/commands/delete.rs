@@ -1,6 +1,6 @@
 //! `caf delete`.
 
-use super::{checkpoint_id, execution_id, open_existing};
+use super::{checkpoint_id, execution_id};
 use crate::cli::DeleteArgs;
 use crate::output;
 use crate::target::Target;
@@ -9,7 +9,7 @@ use serde_json::json;
 
 /// Deletes the named checkpoints (all must exist, else nothing is deleted) or an execution.
 pub fn run(t: &Target, json: bool, a: &DeleteArgs) -> CmdResult {
-    let store = open_existing(t)?;
+    let store = t.open_for_update()?;
     if let Some(e) = &a.execution {
         let id = execution_id(e)?;
         let n = store.delete_execution(&id)?;
@@ -22,7 +22,7 @@ pub fn run(t: &Target, json: bool, a: &DeleteArgs) -> CmdResult {
         if json {
             output::print_json(&json!({"execution_id": id, "deleted": n}));
         } else {
-            println!("deleted {n} checkpoints of execution {id}");
+            crate::say!("deleted {n} checkpoints of execution {id}");
         }
         return Ok(());
     }
@@ -48,7 +48,7 @@ pub fn run(t: &Target, json: bool, a: &DeleteArgs) -> CmdResult {
         output::print_json(&json!({"deleted": ids}));
     } else {
         for id in &ids {
-            println!("deleted {id}");
+            crate::say!("deleted {id}");
         }
     }
     Ok(())

@@ -81,7 +81,7 @@ pub fn validate(json: bool, paths: &[PathBuf]) -> CmdResult {
                 r["version"].as_str().unwrap_or_default()
             );
         }
-        println!("{} valid, {invalid} invalid", files.len() - invalid);
+        crate::say!("{} valid, {invalid} invalid", files.len() - invalid);
     }
     if invalid == 0 {
         Ok(())
@@ -109,6 +109,29 @@ pub fn import(t: &Target, json: bool, paths: &[PathBuf]) -> CmdResult {
         ));
         return Err(Failure::Failed(problems));
     }
+    // The same checkpoint given twice is imported once; two different ones with one id, never.
+    let mut seen: std::collections::HashMap<caf_core::CheckpointId, usize> = Default::default();
+    let mut unique: Vec<(PathBuf, Decoded)> = Vec::new();
+    for (f, d) in decoded {
+        match seen.get(&d.checkpoint.id) {
+            Some(&i) if unique[i].1.checkpoint == d.checkpoint => {}
+            Some(&i) => problems.push(format!(
+                "{}: holds checkpoint {} like {}, with other content",
+                f.display(),
+                d.checkpoint.id,
+                unique[i].0.display()
+            )),
+            None => {
+                seen.insert(d.checkpoint.id.clone(), unique.len());
+                unique.push((f, d));
+            }
+        }
+    }
+    if !problems.is_empty() {
+        problems.push("nothing imported".into());
+        return Err(Failure::Failed(problems));
+    }
+    let decoded = unique;
     let store = t.open_or_create()?;
     // Refuse to overwrite a different checkpoint with the same id.
     for (f, d) in &decoded {
@@ -150,7 +173,7 @@ pub fn import(t: &Target, json: bool, paths: &[PathBuf]) -> CmdResult {
     if json {
         output::print_json(&saved);
     } else {
-        println!("{} checkpoints imported into {}", saved.len(), t.describe());
+        crate::say!("{} checkpoints imported into {}", saved.len(), t.describe());
     }
     Ok(())
 }

@@ -43,7 +43,7 @@ pub fn run(t: &Target, json: bool, a: &ListArgs) -> CmdResult {
         return Ok(());
     }
     if items.is_empty() {
-        println!("no checkpoints in {}", t.describe());
+        crate::say!("no checkpoints in {}", t.describe());
         return Ok(());
     }
     let mut t = Table::new(&["ID", "EXECUTION", "STEP", "REASON", "TIME", "SIZE", "NAME"]);

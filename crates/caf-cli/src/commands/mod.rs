@@ -40,7 +40,7 @@ pub fn run(cli: Cli) -> CmdResult {
         Command::Diff(a) => diff::run(dir, json, &a),
         Command::Bench(a) => crate::bench::run(dir, json, &a),
         Command::Sync => database::sync(dir, json),
-        Command::Reindex => database::reindex(dir, json),
+        Command::Reindex(a) => database::reindex(dir, json, &a),
         Command::Stats(a) => database::stats(dir, json, &a),
         Command::Query(q) => database::query(dir, json, &q),
         Command::Sql(a) => database::sql(dir, json, &a),
@@ -70,6 +70,6 @@ fn schema(version: Option<&str>) -> CmdResult {
             caf_core::format::migrate::known_versions().join(", ")
         ))
     })?;
-    print!("{text}");
+    crate::say!("{}", text.trim_end_matches('\n'));
     Ok(())
 }
