@@ -1165,3 +1165,20 @@ fn inspect_shows_lineage_both_ways() {
     let out = sb.caf(&["inspect", s(&copy)]).ok().out();
     assert!(!out.contains("Children"), "{out}");
 }
+
+#[test]
+fn reading_a_plain_directory_leaves_nothing_in_it() {
+    let sb = Sandbox::new();
+    let dir = sb.path().join("project");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("notes.txt"), "not a store").unwrap();
+    let out = sb.caf_plain(&["--dir", s(&dir), "list"], &[]).ok();
+    assert!(out.out().contains("no checkpoints"), "{}", out.describe());
+    sb.caf_plain(&["--dir", s(&dir), "inspect", "ckpt_nope"], &[])
+        .fails(1);
+    let names: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names, vec![std::ffi::OsString::from("notes.txt")]);
+}

@@ -184,7 +184,12 @@ impl Target {
                 self.dir.display()
             )));
         }
-        let files = FileStore::open(&self.dir)?;
+        // Reading a directory that is not (yet) a store leaves no index behind in it.
+        let options = caf_core::store::FileStoreOptions {
+            no_create: db == Db::Skip,
+            ..Default::default()
+        };
+        let files = FileStore::open_with(&self.dir, options)?;
         for p in files.problems() {
             crate::output::warn_line(&format!("skipped unreadable file: {}", p.error));
         }

@@ -19,6 +19,9 @@ pub struct FileStoreOptions {
     pub write: AtomicWriteOptions,
     /// Guard rails for reading files.
     pub limits: Limits,
+    /// Only look: create neither the directory nor its `.caf/` index if they are missing (the
+    /// index then lives in memory). For tools that read a directory that may not be a store.
+    pub no_create: bool,
 }
 
 /// A file in the store that could not be indexed, and why.
@@ -127,9 +130,15 @@ impl FileStore {
     /// Opens (creating if needed) the store in `root`.
     pub fn open_with(root: impl Into<PathBuf>, options: FileStoreOptions) -> Result<Self> {
         let root = root.into();
-        std::fs::create_dir_all(&root).map_err(|e| Error::io(&root, e))?;
+        if !options.no_create {
+            std::fs::create_dir_all(&root).map_err(|e| Error::io(&root, e))?;
+        }
         let meta_dir = root.join(".caf");
-        let mut index = Index::open(&meta_dir);
+        let mut index = if options.no_create && !meta_dir.is_dir() {
+            Index::in_memory(&meta_dir)
+        } else {
+            Index::open(&meta_dir)
+        };
         let problems = reconcile(&root, &mut index, &options.limits)?;
         clean_stale_temp_files(&meta_dir.join("tmp"));
         Ok(Self {

@@ -92,6 +92,15 @@ impl Index {
         index
     }
 
+    /// An index that is never written to disk.
+    pub fn in_memory(meta_dir: &Path) -> Self {
+        Self {
+            entries: HashMap::new(),
+            log: None,
+            meta_dir: meta_dir.to_path_buf(),
+        }
+    }
+
     fn open_log(meta_dir: &Path) -> Result<Log> {
         std::fs::create_dir_all(meta_dir.join("tmp")).map_err(io(meta_dir))?;
         let ignore = meta_dir.join(".gitignore");
