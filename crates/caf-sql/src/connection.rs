@@ -283,6 +283,13 @@ pub(crate) fn open_read_only(target: &Target, options: &SqlOptions) -> Result<An
     }
 }
 
+/// Whether SQLite said the database is busy or locked.
+#[cfg(feature = "sqlite")]
+fn is_busy(e: &diesel::result::Error) -> bool {
+    let text = e.to_string();
+    text.contains("database is locked") || text.contains("database is busy")
+}
+
 #[cfg(feature = "sqlite")]
 fn open_sqlite(path: &Path, options: &SqlOptions) -> Result<AnyConnection> {
     let backend = Backend::Sqlite;
@@ -303,9 +310,25 @@ fn open_sqlite(path: &Path, options: &SqlOptions) -> Result<AnyConnection> {
         Durability::Default | Durability::Relaxed => "NORMAL",
     };
     c.batch_execute(&format!(
-        "PRAGMA busy_timeout = {}; PRAGMA foreign_keys = ON; PRAGMA journal_mode = WAL; \
-         PRAGMA synchronous = {sync}; PRAGMA cache_size = -16384;",
+        "PRAGMA busy_timeout = {}; PRAGMA foreign_keys = ON;",
         options.busy_timeout.as_millis()
+    ))
+    .map_err(SqlError::query(backend, "configuring the connection"))?;
+    // Switching a new database to WAL needs an exclusive lock, and SQLite may report "database
+    // is locked" at once rather than wait (its busy handler is not always called for it), when
+    // several connections open a fresh file together: retry within the busy timeout.
+    let deadline = std::time::Instant::now() + options.busy_timeout;
+    loop {
+        match c.batch_execute("PRAGMA journal_mode = WAL;") {
+            Ok(()) => break,
+            Err(e) if is_busy(&e) && std::time::Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            Err(e) => return Err(SqlError::query(backend, "switching to WAL")(e)),
+        }
+    }
+    c.batch_execute(&format!(
+        "PRAGMA synchronous = {sync}; PRAGMA cache_size = -16384;"
     ))
     .map_err(SqlError::query(backend, "configuring the connection"))?;
     // Migrations inside BEGIN IMMEDIATE: processes opening a fresh database at the same time
