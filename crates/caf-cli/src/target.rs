@@ -190,8 +190,12 @@ impl Target {
             ..Default::default()
         };
         let files = FileStore::open_with(&self.dir, options)?;
-        for p in files.problems() {
-            crate::output::warn_line(&format!("skipped unreadable file: {}", p.error));
+        // A command may open the store more than once (inspect, diff): warn once.
+        static WARNED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+        if !WARNED.swap(true, std::sync::atomic::Ordering::Relaxed) {
+            for p in files.problems() {
+                crate::output::warn_line(&format!("skipped unreadable file: {}", p.error));
+            }
         }
         let url = match db {
             Db::Skip => None,
