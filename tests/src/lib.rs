@@ -3,12 +3,47 @@
 //! command-line tests ([`cli`]), and small file-system helpers.
 
 pub mod cli;
+
+/// Implements [`CheckpointStore`] for a test wrapper by forwarding every operation to one of
+/// its fields (`delegate_checkpoint_store!(TempFileStore, store)`).
+#[macro_export]
+macro_rules! delegate_checkpoint_store {
+    ($ty:ty, $field:ident) => {
+        impl caf_core::CheckpointStore for $ty {
+            fn save(
+                &self,
+                c: &caf_core::Checkpoint,
+            ) -> caf_core::Result<caf_core::CheckpointSummary> {
+                caf_core::CheckpointStore::save(&self.$field, c)
+            }
+            fn load(&self, id: &caf_core::CheckpointId) -> caf_core::Result<caf_core::Checkpoint> {
+                caf_core::CheckpointStore::load(&self.$field, id)
+            }
+            fn list(
+                &self,
+                f: &caf_core::ListFilter,
+            ) -> caf_core::Result<Vec<caf_core::CheckpointSummary>> {
+                caf_core::CheckpointStore::list(&self.$field, f)
+            }
+            fn delete(&self, id: &caf_core::CheckpointId) -> caf_core::Result<bool> {
+                caf_core::CheckpointStore::delete(&self.$field, id)
+            }
+            fn delete_execution(&self, e: &caf_core::ExecutionId) -> caf_core::Result<usize> {
+                caf_core::CheckpointStore::delete_execution(&self.$field, e)
+            }
+            fn latest(
+                &self,
+                e: &caf_core::ExecutionId,
+            ) -> caf_core::Result<Option<caf_core::Checkpoint>> {
+                caf_core::CheckpointStore::latest(&self.$field, e)
+            }
+        }
+    };
+}
 pub mod conformance;
 pub mod gen;
 
 use caf_core::store::FileStore;
-use caf_core::{Checkpoint, CheckpointId, CheckpointStore, CheckpointSummary, ExecutionId};
-use caf_core::{ListFilter, Result};
 use std::collections::BTreeSet;
 use std::path::Path;
 
@@ -53,26 +88,7 @@ impl std::ops::Deref for TempFileStore {
     }
 }
 
-impl CheckpointStore for TempFileStore {
-    fn save(&self, c: &Checkpoint) -> Result<CheckpointSummary> {
-        self.store.save(c)
-    }
-    fn load(&self, id: &CheckpointId) -> Result<Checkpoint> {
-        self.store.load(id)
-    }
-    fn list(&self, f: &ListFilter) -> Result<Vec<CheckpointSummary>> {
-        self.store.list(f)
-    }
-    fn delete(&self, id: &CheckpointId) -> Result<bool> {
-        self.store.delete(id)
-    }
-    fn delete_execution(&self, e: &ExecutionId) -> Result<usize> {
-        self.store.delete_execution(e)
-    }
-    fn latest(&self, e: &ExecutionId) -> Result<Option<Checkpoint>> {
-        self.store.latest(e)
-    }
-}
+delegate_checkpoint_store!(TempFileStore, store);
 
 /// The ids of the checkpoint files (`*.json`, not hidden) directly in `dir`, sorted.
 pub fn json_file_ids(dir: &Path) -> BTreeSet<String> {

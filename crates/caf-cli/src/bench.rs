@@ -290,13 +290,10 @@ fn measure(
     })
 }
 
-fn mode_name(m: Mode) -> &'static str {
-    match m {
-        Mode::Files => "files",
-        Mode::FilesSqlite => "files+sqlite",
-        Mode::Sqlite => "sqlite",
-        Mode::Postgres => "postgres",
-    }
+/// The mode's name as the command line spells it.
+fn mode_name(m: Mode) -> String {
+    clap::ValueEnum::to_possible_value(&m)
+        .map_or_else(|| format!("{m:?}"), |v| v.get_name().to_string())
 }
 
 /// Runs the benchmark and prints the figures.
@@ -367,7 +364,7 @@ pub fn run(t: &Target, json: bool, a: &BenchArgs) -> CmdResult {
             _ => "-".into(),
         };
         table.row(vec![
-            (mode_name(f.mode).to_string(), plain),
+            (mode_name(f.mode), plain),
             (format!("{:.0}", f.save_us), plain),
             (format!("{:.0}", f.floor_us), plain),
             (format!("{:.2}x", f.save_us / f.floor_us.max(1.0)), plain),

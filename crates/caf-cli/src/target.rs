@@ -23,7 +23,7 @@ enum Db {
 }
 
 /// The checkpoint directory and database the user chose.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct Target {
     /// The checkpoint directory.
     pub dir: PathBuf,
@@ -31,9 +31,12 @@ pub struct Target {
     pub db: Option<String>,
     /// Use the database alone.
     pub no_files: bool,
+    /// The store opened for reading, once per command (inspect and diff read it more than once).
+    read: std::cell::OnceCell<Store>,
 }
 
 /// An open store of one of the three kinds.
+#[derive(Debug)]
 pub enum Store {
     /// Files only.
     Files(FileStore),
@@ -119,6 +122,16 @@ impl Store {
 pub use caf_sql::redact;
 
 impl Target {
+    /// The target of a command line.
+    pub fn new(dir: PathBuf, db: Option<String>, no_files: bool) -> Self {
+        Self {
+            dir,
+            db,
+            no_files,
+            read: std::cell::OnceCell::new(),
+        }
+    }
+
     /// The default database of the directory.
     pub fn default_db_path(&self) -> PathBuf {
         self.dir.join(".caf").join("caf.db")
@@ -190,12 +203,8 @@ impl Target {
             ..Default::default()
         };
         let files = FileStore::open_with(&self.dir, options)?;
-        // A command may open the store more than once (inspect, diff): warn once.
-        static WARNED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-        if !WARNED.swap(true, std::sync::atomic::Ordering::Relaxed) {
-            for p in files.problems() {
-                crate::output::warn_line(&format!("skipped unreadable file: {}", p.error));
-            }
+        for p in files.problems() {
+            crate::output::warn_line(&format!("skipped unreadable file: {}", p.error));
         }
         let url = match db {
             Db::Skip => None,
@@ -212,9 +221,13 @@ impl Target {
     }
 
     /// The store, for commands that only read: the files alone (the database is their index),
-    /// or the database with `--no-files`. Nothing is created.
-    pub fn open_existing(&self) -> Result<Store, Failure> {
-        self.open(true, Db::Skip)
+    /// or the database with `--no-files`. Nothing is created. Opened once per command.
+    pub fn open_existing(&self) -> Result<&Store, Failure> {
+        if let Some(store) = self.read.get() {
+            return Ok(store);
+        }
+        let store = self.open(true, Db::Skip)?;
+        Ok(self.read.get_or_init(|| store))
     }
 
     /// The store, for commands that change existing checkpoints (delete): files and their

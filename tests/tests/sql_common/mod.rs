@@ -7,8 +7,7 @@
 
 pub mod runs;
 
-use caf_core::{Checkpoint, CheckpointId, CheckpointStore, CheckpointSummary, ExecutionId};
-use caf_core::{FileStore, ListFilter, Result};
+use caf_core::FileStore;
 use caf_sql::{HybridStore, ScratchDatabase, SqlStore};
 use diesel::connection::SimpleConnection;
 use diesel::Connection;
@@ -106,26 +105,7 @@ impl std::ops::Deref for TempSql {
     }
 }
 
-impl CheckpointStore for TempSql {
-    fn save(&self, c: &Checkpoint) -> Result<CheckpointSummary> {
-        self.store.save(c)
-    }
-    fn load(&self, id: &CheckpointId) -> Result<Checkpoint> {
-        CheckpointStore::load(&self.store, id)
-    }
-    fn list(&self, f: &ListFilter) -> Result<Vec<CheckpointSummary>> {
-        CheckpointStore::list(&self.store, f)
-    }
-    fn delete(&self, id: &CheckpointId) -> Result<bool> {
-        CheckpointStore::delete(&self.store, id)
-    }
-    fn delete_execution(&self, e: &ExecutionId) -> Result<usize> {
-        CheckpointStore::delete_execution(&self.store, e)
-    }
-    fn latest(&self, e: &ExecutionId) -> Result<Option<Checkpoint>> {
-        self.store.latest(e)
-    }
-}
+caf_tests::delegate_checkpoint_store!(TempSql, store);
 
 /// Runs `f` on a fresh SQLite store, and on a fresh PostgreSQL store when
 /// `CAF_TEST_POSTGRES_URL` is set (printing SKIPPED otherwise).
@@ -210,23 +190,4 @@ impl std::ops::Deref for TempHybrid {
     }
 }
 
-impl CheckpointStore for TempHybrid {
-    fn save(&self, c: &Checkpoint) -> Result<CheckpointSummary> {
-        self.store.save(c)
-    }
-    fn load(&self, id: &CheckpointId) -> Result<Checkpoint> {
-        self.store.load(id)
-    }
-    fn list(&self, f: &ListFilter) -> Result<Vec<CheckpointSummary>> {
-        self.store.list(f)
-    }
-    fn delete(&self, id: &CheckpointId) -> Result<bool> {
-        self.store.delete(id)
-    }
-    fn delete_execution(&self, e: &ExecutionId) -> Result<usize> {
-        self.store.delete_execution(e)
-    }
-    fn latest(&self, e: &ExecutionId) -> Result<Option<Checkpoint>> {
-        self.store.latest(e)
-    }
-}
+caf_tests::delegate_checkpoint_store!(TempHybrid, store);

@@ -21,11 +21,7 @@ pub fn run(cli: Cli) -> CmdResult {
         .clone()
         .or_else(|| std::env::var("DATABASE_URL").ok())
         .filter(|u| !u.is_empty());
-    let target = Target {
-        dir: cli.dir.clone(),
-        db,
-        no_files: cli.no_files,
-    };
+    let target = Target::new(cli.dir.clone(), db, cli.no_files);
     let dir = &target;
     match cli.command {
         Command::Demo(a) => crate::demo::run(dir, json, &a),
@@ -48,7 +44,7 @@ pub fn run(cli: Cli) -> CmdResult {
 }
 
 /// Opens the store, which must already exist (for commands that only read).
-pub fn open_existing(t: &Target) -> Result<Store, Failure> {
+pub fn open_existing(t: &Target) -> Result<&Store, Failure> {
     t.open_existing()
 }
 

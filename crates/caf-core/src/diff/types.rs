@@ -3,14 +3,10 @@
 
 use crate::format::{CheckpointReason, CompletedStep, Thought, ToolCall, ToolStatus};
 use crate::id::CheckpointId;
-use serde::{Deserialize, Deserializer, Serialize};
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-/// Deserializes a present member as `Some`, `null` included, so that `"old": null` (the value
-/// was `null`) and an absent `old` (there was no value) stay distinct after a round trip.
-fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
-    Value::deserialize(d).map(Some)
-}
+use crate::format::present;
 
 /// The difference between two checkpoints, `from` → `to`.
 ///

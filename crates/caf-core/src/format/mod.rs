@@ -15,6 +15,7 @@ pub use check::check;
 pub use codec::{decode, decode_value, encode, parse, version_of, Decoded, Limits, MAX_DEPTH_CAP};
 pub use error::{EncodeError, LoadError, Violation};
 pub use integrity::of_value as integrity_of;
+pub(crate) use model::present;
 pub use model::{
     is_snake_word, BadReason, Branch, Checkpoint, CheckpointReason, CompletedStep, Context,
     JsonObject, Metadata, Progress, Snapshot, Thought, ThoughtChain, ToolCall, ToolState,

@@ -42,6 +42,8 @@ pub struct Problem {
 /// in the directory is never read.
 pub struct FileStore {
     root: PathBuf,
+    /// Where atomic writes stage their temporary files (`.caf/tmp`, when the index is on disk).
+    temp_dir: Option<PathBuf>,
     options: FileStoreOptions,
     index: Mutex<Index>,
     problems: Vec<Problem>,
@@ -143,6 +145,7 @@ impl FileStore {
         clean_stale_temp_files(&meta_dir.join("tmp"));
         Ok(Self {
             root,
+            temp_dir: index.temp_dir(),
             options,
             index: Mutex::new(index),
             problems,
@@ -173,8 +176,7 @@ impl FileStore {
     /// store that also indexes the checkpoint in a database), so that it is computed once.
     pub fn save_encoded(&self, checkpoint: &Checkpoint, bytes: &[u8]) -> Result<CheckpointSummary> {
         let path = self.path_of(&checkpoint.id);
-        let temp_dir = self.index().temp_dir();
-        let meta = write_atomic(&path, temp_dir.as_deref(), bytes, self.options.write)?;
+        let meta = write_atomic(&path, self.temp_dir.as_deref(), bytes, self.options.write)?;
         let summary = CheckpointSummary::of(checkpoint, bytes.len() as u64);
         self.index().put(Entry {
             summary: summary.clone(),
