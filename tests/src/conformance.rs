@@ -27,38 +27,33 @@ use std::sync::Arc;
 /// A conformance check: it calls `make` for a fresh store and panics on a violation.
 pub type Check<S> = fn(&dyn Fn() -> S);
 
+/// Calls `$callback!` with the name of every check: the one list of the suite.
+#[macro_export]
+macro_rules! for_each_conformance_check {
+    ($callback:ident ! ( $($args:tt)* )) => {
+        $crate::$callback! {$($args)*;
+            round_trip_empty_snapshot, round_trip_full, round_trip_arbitrary,
+            load_unknown_is_not_found, list_newest_first, filter_by_execution, filter_by_agent,
+            filter_by_reason, filter_by_label, filter_by_time_range, filter_limit,
+            filters_combine, pagination_with_before, executions_are_isolated, delete_semantics,
+            delete_execution_semantics, overwrite_in_place, overwrite_moves_execution,
+            concurrent_saves, summaries_match, lineage_follows_parents,
+            refuses_what_the_format_cannot_hold,
+        }
+    };
+}
+
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __conformance_list {
+    ($s:ty; $($check:ident),* $(,)?) => {
+        vec![$((stringify!($check), $crate::conformance::$check::<$s> as $crate::conformance::Check<$s>)),*]
+    };
+}
+
 /// Every check, by name.
 pub fn checks<S: CheckpointStore>() -> Vec<(&'static str, Check<S>)> {
-    vec![
-        ("round_trip_empty_snapshot", round_trip_empty_snapshot::<S>),
-        ("round_trip_full", round_trip_full::<S>),
-        ("round_trip_arbitrary", round_trip_arbitrary::<S>),
-        ("load_unknown_is_not_found", load_unknown_is_not_found::<S>),
-        ("list_newest_first", list_newest_first::<S>),
-        ("filter_by_execution", filter_by_execution::<S>),
-        ("filter_by_agent", filter_by_agent::<S>),
-        ("filter_by_reason", filter_by_reason::<S>),
-        ("filter_by_label", filter_by_label::<S>),
-        ("filter_by_time_range", filter_by_time_range::<S>),
-        ("filter_limit", filter_limit::<S>),
-        ("filters_combine", filters_combine::<S>),
-        ("pagination_with_before", pagination_with_before::<S>),
-        ("executions_are_isolated", executions_are_isolated::<S>),
-        ("delete_semantics", delete_semantics::<S>),
-        (
-            "delete_execution_semantics",
-            delete_execution_semantics::<S>,
-        ),
-        ("overwrite_in_place", overwrite_in_place::<S>),
-        ("overwrite_moves_execution", overwrite_moves_execution::<S>),
-        ("concurrent_saves", concurrent_saves::<S>),
-        ("summaries_match", summaries_match::<S>),
-        ("lineage_follows_parents", lineage_follows_parents::<S>),
-        (
-            "refuses_what_the_format_cannot_hold",
-            refuses_what_the_format_cannot_hold::<S>,
-        ),
-    ]
+    for_each_conformance_check!(__conformance_list!(S))
 }
 
 /// Runs every check against stores made by `make`.
@@ -71,24 +66,42 @@ pub fn run_all<S: CheckpointStore>(make: &dyn Fn() -> S) {
 
 /// Defines one `#[test]` per conformance check, each calling the check with `$make` (an
 /// expression usable as `&dyn Fn() -> S`, e.g. `MemoryStore::new` or a closure).
+///
+/// `conformance_tests!(optional $setup => $make)` is for stores that need a service: `$setup`
+/// is called with the test's name and returns an `Option`; `None` skips the test (the setup
+/// says so loudly), `Some(x)` runs the check with `$make(&x)`.
 #[macro_export]
 macro_rules! conformance_tests {
-    ($make:expr) => {
-        $crate::conformance_tests!(@each $make;
-            round_trip_empty_snapshot, round_trip_full, round_trip_arbitrary,
-            load_unknown_is_not_found, list_newest_first, filter_by_execution, filter_by_agent,
-            filter_by_reason, filter_by_label, filter_by_time_range, filter_limit,
-            filters_combine, pagination_with_before, executions_are_isolated, delete_semantics,
-            delete_execution_semantics, overwrite_in_place, overwrite_moves_execution,
-            concurrent_saves, summaries_match, lineage_follows_parents,
-            refuses_what_the_format_cannot_hold,
-        );
+    (optional $setup:path => $make:path) => {
+        $crate::for_each_conformance_check!(__conformance_optional_tests!($setup, $make));
     };
-    (@each $make:expr; $($check:ident),* $(,)?) => {
+    ($make:expr) => {
+        $crate::for_each_conformance_check!(__conformance_tests!($make));
+    };
+}
+
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __conformance_tests {
+    ($make:expr; $($check:ident),* $(,)?) => {
         $(
             #[test]
             fn $check() {
                 $crate::conformance::$check(&$make);
+            }
+        )*
+    };
+}
+
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __conformance_optional_tests {
+    ($setup:path, $make:path; $($check:ident),* $(,)?) => {
+        $(
+            #[test]
+            fn $check() {
+                let Some(base) = $setup(stringify!($check)) else { return };
+                $crate::conformance::$check(&|| $make(&base));
             }
         )*
     };
@@ -860,11 +873,19 @@ pub fn lineage_follows_parents<S: CheckpointStore>(make: &dyn Fn() -> S) {
         Err(Error::NotFound { .. })
     ));
     let chain = ok(lineage(&store, &ckpt_id("ckpt_leaf")), "lineage");
+    let listed = ok(store.list(&ListFilter::default()), "list");
+    let summary_of = |c: &Checkpoint| listed.iter().find(|s| s.id == c.id).cloned();
     assert_eq!(
-        chain,
-        vec![leaf, mid, root],
-        "lineage returns whole checkpoints"
+        chain.into_iter().map(Some).collect::<Vec<_>>(),
+        vec![summary_of(&leaf), summary_of(&mid), summary_of(&root)],
+        "lineage returns the listed summaries"
     );
+    assert_eq!(
+        ok(store.summary(&leaf.id), "summary"),
+        summary_of(&leaf),
+        "summary(id) is the listed summary"
+    );
+    assert_eq!(ok(store.summary(&ckpt_id("ckpt_gone")), "summary"), None);
 }
 
 /// A checkpoint the format cannot hold (here a confidence of 1.5, a duplicate label, an empty

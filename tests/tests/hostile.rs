@@ -16,7 +16,7 @@
 
 use caf_core::format::{decode, Limits, LoadError};
 use caf_core::store::FileStoreOptions;
-use caf_core::{CheckpointId, CheckpointManager, CheckpointStore, Error, FileStore, ListFilter};
+use caf_core::{CheckpointId, CheckpointStore, CheckpointSummary, Error, FileStore, ListFilter};
 use cases::{Expect, HOSTILE_CASES};
 use std::collections::BTreeMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -449,7 +449,30 @@ fn json_files(snap: &BTreeMap<PathBuf, Vec<u8>>) -> Vec<&PathBuf> {
 }
 
 /// A store holding the two golden checkpoints; many hostile files reuse their ids.
-fn seeded_store(dir: &Path) -> CheckpointManager<FileStore> {
+/// A file store with the limits its imports are read with.
+struct Importer {
+    store: FileStore,
+    limits: Limits,
+}
+
+impl Importer {
+    fn new(store: FileStore, limits: Limits) -> Self {
+        Self { store, limits }
+    }
+
+    /// Reads one file as an import does (a directory is not expanded here: reading it is
+    /// refused) and saves it.
+    fn import(&self, path: &Path) -> Result<CheckpointSummary, Error> {
+        let decoded = caf_core::store::read_checkpoint_file(path, &self.limits)?;
+        self.store.save(&decoded.checkpoint)
+    }
+
+    fn store(&self) -> &FileStore {
+        &self.store
+    }
+}
+
+fn seeded_store(dir: &Path) -> Importer {
     let store = FileStore::open_with(
         dir,
         FileStoreOptions {
@@ -458,7 +481,7 @@ fn seeded_store(dir: &Path) -> CheckpointManager<FileStore> {
         },
     )
     .unwrap();
-    let manager = CheckpointManager::new(store).with_limits(SMALL);
+    let manager = Importer::new(store, SMALL);
     for g in ["minimal.json", "full.json"] {
         manager
             .import(&fixtures().join("v1.0.0").join(g))
@@ -656,11 +679,13 @@ fn twenty_thousand_levels_of_nesting_are_too_deep_without_overflowing_the_stack(
         }
         let path = tmp.path().join(format!("deep-{i}.json"));
         std::fs::write(&path, doc).unwrap();
-        let deep_reader =
-            CheckpointManager::new(FileStore::open(&store_dir).unwrap()).with_limits(Limits {
+        let deep_reader = Importer::new(
+            FileStore::open(&store_dir).unwrap(),
+            Limits {
                 max_bytes: u64::MAX,
                 max_depth: 64,
-            });
+            },
+        );
         assert!(matches!(
             deep_reader.import(&path),
             Err(Error::Load {
@@ -680,8 +705,7 @@ fn no_size_limit_reads_whole_files() {
         max_depth: 64,
     };
     let tmp = tempfile::tempdir().unwrap();
-    let manager =
-        CheckpointManager::new(FileStore::open(tmp.path()).unwrap()).with_limits(unlimited);
+    let manager = Importer::new(FileStore::open(tmp.path()).unwrap(), unlimited);
     let summary = manager
         .import(&fixtures().join("v1.0.0/full.json"))
         .unwrap();

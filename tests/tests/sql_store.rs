@@ -5,18 +5,13 @@
 
 mod sql_common;
 
-use sql_common::{pg_base, TempSql};
-
 mod sqlite {
     caf_tests::conformance_tests!(crate::sql_common::TempSql::sqlite);
 }
 
-#[test]
-fn postgres_conformance() {
-    let Some(base) = pg_base("postgres_conformance") else {
-        return;
-    };
-    caf_tests::conformance::run_all(&|| TempSql::postgres(&base));
+/// Each check its own test on PostgreSQL too, so that one failure does not hide the rest.
+mod postgres {
+    caf_tests::conformance_tests!(optional crate::sql_common::pg_base => crate::sql_common::TempSql::postgres);
 }
 
 mod hybrid {

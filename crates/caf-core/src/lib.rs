@@ -41,6 +41,8 @@ pub mod id;
 pub mod manager;
 pub mod runtime;
 pub mod store;
+pub mod transfer;
+#[cfg(feature = "test-support")]
 pub mod workload;
 
 pub use clock::{Clock, SystemClock, Timestamp};

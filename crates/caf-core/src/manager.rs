@@ -1,16 +1,11 @@
-//! [`CheckpointManager`]: takes checkpoints of a [`RuntimeState`], restores them, and moves them
-//! in and out of a store.
+//! [`CheckpointManager`]: takes checkpoints of a [`RuntimeState`] and restores them.
 
 use crate::clock::{Clock, SystemClock};
 use crate::error::{Error, Result};
-use crate::format::{encode, Checkpoint, CheckpointReason, Limits};
+use crate::format::{Checkpoint, CheckpointReason};
 use crate::id::{CheckpointId, ExecutionId};
 use crate::runtime::RuntimeState;
-use crate::store::read_checkpoint_file;
-use crate::store::{
-    write_atomic, AtomicWriteOptions, CheckpointStore, CheckpointSummary, ListFilter,
-};
-use std::path::Path;
+use crate::store::{CheckpointStore, ListFilter};
 use std::sync::Arc;
 
 /// Why and how to take a checkpoint.
@@ -71,7 +66,6 @@ pub struct CheckpointManager<S> {
     store: S,
     clock: Arc<dyn Clock>,
     ids: IdSource,
-    limits: Limits,
 }
 
 impl<S: CheckpointStore> CheckpointManager<S> {
@@ -81,7 +75,6 @@ impl<S: CheckpointStore> CheckpointManager<S> {
             store,
             clock: Arc::new(SystemClock),
             ids: Arc::new(CheckpointId::generate),
-            limits: Limits::default(),
         }
     }
 
@@ -97,12 +90,6 @@ impl<S: CheckpointStore> CheckpointManager<S> {
         ids: impl Fn() -> CheckpointId + Send + Sync + 'static,
     ) -> Self {
         self.ids = Arc::new(ids);
-        self
-    }
-
-    /// Uses `limits` when importing files.
-    pub fn with_limits(mut self, limits: Limits) -> Self {
-        self.limits = limits;
         self
     }
 
@@ -178,23 +165,5 @@ impl<S: CheckpointStore> CheckpointManager<S> {
             what: "execution",
             id: execution_id.to_string(),
         }))
-    }
-
-    /// Writes a checkpoint of the store to `path` (atomically, durably).
-    pub fn export(&self, id: &CheckpointId, path: &Path) -> Result<u64> {
-        let checkpoint = self.store.load(id)?;
-        let bytes = encode(&checkpoint).map_err(|error| Error::Encode {
-            id: id.to_string(),
-            error,
-        })?;
-        write_atomic(path, None, &bytes, AtomicWriteOptions::default())?;
-        Ok(bytes.len() as u64)
-    }
-
-    /// Reads, validates (migrating an older format in memory) and saves the checkpoint file at
-    /// `path` into the store.
-    pub fn import(&self, path: &Path) -> Result<CheckpointSummary> {
-        let decoded = read_checkpoint_file(path, &self.limits)?;
-        self.store.save(&decoded.checkpoint)
     }
 }

@@ -102,4 +102,8 @@ impl CheckpointStore for HybridStore {
     fn latest(&self, execution_id: &ExecutionId) -> Result<Option<Checkpoint>> {
         self.files.latest(execution_id)
     }
+
+    fn summary(&self, id: &CheckpointId) -> Result<Option<CheckpointSummary>> {
+        self.files.summary(id)
+    }
 }

@@ -103,12 +103,14 @@ mod hybrid;
 mod item_rows;
 mod items;
 mod list;
+#[cfg(feature = "test-support")]
 mod measure;
+pub mod open;
 mod queries;
 mod raw;
 mod rows;
 pub mod schema;
-#[cfg(feature = "postgres")]
+#[cfg(all(feature = "postgres", feature = "test-support"))]
 mod scratch;
 mod stmt;
 mod store;
@@ -119,10 +121,12 @@ pub use connection::{redact, sqlite_path, Backend, Durability, SqlOptions};
 pub use error::{Result, SqlError};
 pub use files::{FileProblem, ReindexReport, SyncReport};
 pub use hybrid::HybridStore;
+#[cfg(feature = "test-support")]
 pub use measure::TableCounts;
+pub use open::{Access, Location, OpenError, Store};
 pub use queries::{ThoughtRow, ToolCallRow};
 pub use raw::SqlRows;
-#[cfg(feature = "postgres")]
+#[cfg(all(feature = "postgres", feature = "test-support"))]
 pub use scratch::ScratchDatabase;
 pub use store::SqlStore;
 pub use sync::SyncOutcome;

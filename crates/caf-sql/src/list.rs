@@ -84,6 +84,21 @@ pub(crate) fn list_in(conn: &mut AnyConnection, f: &ListFilter) -> Result<Vec<Ch
     summaries(backend, rows)
 }
 
+/// The summary of one checkpoint, if it is stored.
+pub(crate) fn summary_in(
+    conn: &mut AnyConnection,
+    id: &caf_core::CheckpointId,
+) -> Result<Option<CheckpointSummary>> {
+    let backend = conn.backend();
+    let row: Option<SummaryRow> = checkpoints::table
+        .filter(checkpoints::id.eq(id.as_str()))
+        .select(SummaryRow::as_select())
+        .first(conn)
+        .optional()
+        .map_err(SqlError::query(backend, "reading a checkpoint summary"))?;
+    Ok(summaries(backend, row.into_iter().collect())?.pop())
+}
+
 fn summaries(backend: crate::Backend, rows: Vec<SummaryRow>) -> Result<Vec<CheckpointSummary>> {
     rows.into_iter()
         .map(|r| {

@@ -238,4 +238,9 @@ impl CheckpointStore for SqlStore {
     fn delete_execution(&self, execution_id: &ExecutionId) -> caf_core::Result<usize> {
         Ok(self.delete_execution_checkpoints(execution_id)?)
     }
+
+    fn summary(&self, id: &CheckpointId) -> caf_core::Result<Option<CheckpointSummary>> {
+        let mut inner = self.lock();
+        Ok(crate::list::summary_in(&mut inner.conn, id)?)
+    }
 }

@@ -5,52 +5,16 @@ use crate::cli::ExportArgs;
 use crate::output::{self, GREEN};
 use crate::target::Target;
 use crate::{error_lines, CmdResult, Failure};
-use caf_core::format::{encode, Decoded, Limits};
+use caf_core::format::{encode, Limits};
 use caf_core::store::read_checkpoint_file;
-use caf_core::store::{write_atomic, AtomicWriteOptions};
+use caf_core::transfer;
 use serde_json::json;
 use std::io::Write;
-use std::path::{Path, PathBuf};
-
-/// Expands the arguments: files as given, directories searched recursively for `*.json`
-/// (skipping hidden entries such as the store's `.caf/` index).
-pub fn expand(paths: &[PathBuf]) -> Result<Vec<PathBuf>, Failure> {
-    let mut out = Vec::new();
-    for p in paths {
-        let meta = std::fs::symlink_metadata(p)
-            .map_err(|e| Failure::msg(format!("{}: {e}", p.display())))?;
-        if meta.is_dir() {
-            walk(p, &mut out)?;
-        } else {
-            out.push(p.clone());
-        }
-    }
-    Ok(out)
-}
-
-fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), Failure> {
-    let rd = std::fs::read_dir(dir).map_err(|e| Failure::msg(format!("{}: {e}", dir.display())))?;
-    let mut entries: Vec<_> = rd.filter_map(Result::ok).collect();
-    entries.sort_by_key(|e| e.file_name());
-    for e in entries {
-        let name = e.file_name();
-        let name = name.to_string_lossy();
-        if name.starts_with('.') {
-            continue;
-        }
-        let path = e.path();
-        match e.file_type() {
-            Ok(ft) if ft.is_dir() => walk(&path, out)?,
-            Ok(_) if name.ends_with(".json") => out.push(path),
-            _ => {}
-        }
-    }
-    Ok(())
-}
+use std::path::PathBuf;
 
 /// Checks files; exit 1 unless every one is valid.
 pub fn validate(json: bool, paths: &[PathBuf]) -> CmdResult {
-    let files = expand(paths)?;
+    let files = transfer::expand(paths)?;
     let mut report = Vec::new();
     let mut problems = Vec::new();
     for f in &files {
@@ -92,108 +56,85 @@ pub fn validate(json: bool, paths: &[PathBuf]) -> CmdResult {
 
 /// Validates every file first; only if all are valid, saves them into the store.
 pub fn import(t: &Target, json: bool, paths: &[PathBuf]) -> CmdResult {
-    let files = expand(paths)?;
-    let mut decoded: Vec<(PathBuf, Decoded)> = Vec::new();
-    let mut problems = Vec::new();
-    for f in &files {
-        match read_checkpoint_file(f, &Limits::default()) {
-            Ok(d) => decoded.push((f.clone(), d)),
-            Err(e) => problems.extend(error_lines(&e)),
-        }
-    }
-    if !problems.is_empty() {
-        problems.push(format!(
-            "nothing imported: {} of {} files are invalid",
-            files.len() - decoded.len(),
-            files.len()
-        ));
-        return Err(Failure::Failed(problems));
-    }
-    // The same checkpoint given twice is imported once; two different ones with one id, never.
-    let mut seen: std::collections::HashMap<caf_core::CheckpointId, usize> = Default::default();
-    let mut unique: Vec<(PathBuf, Decoded)> = Vec::new();
-    for (f, d) in decoded {
-        match seen.get(&d.checkpoint.id) {
-            Some(&i) if unique[i].1.checkpoint == d.checkpoint => {}
-            Some(&i) => problems.push(format!(
-                "{}: holds checkpoint {} like {}, with other content",
-                f.display(),
-                d.checkpoint.id,
-                unique[i].0.display()
-            )),
-            None => {
-                seen.insert(d.checkpoint.id.clone(), unique.len());
-                unique.push((f, d));
-            }
-        }
-    }
-    if !problems.is_empty() {
-        problems.push("nothing imported".into());
-        return Err(Failure::Failed(problems));
-    }
-    let decoded = unique;
+    // The files are checked before the store is opened (or created).
+    let batch =
+        transfer::prepare_import(paths, &Limits::default()).map_err(|e| import_failure(t, e))?;
     let store = t.open_or_create()?;
-    // Refuse to overwrite a different checkpoint with the same id.
-    for (f, d) in &decoded {
-        match store.load(&d.checkpoint.id) {
-            Ok(existing) if existing != d.checkpoint => {
-                problems.push(format!(
-                    "{}: checkpoint {} is already in {} with different content (delete it first)",
-                    f.display(),
-                    d.checkpoint.id,
-                    t.describe()
-                ));
-            }
-            _ => {}
-        }
-    }
-    if !problems.is_empty() {
-        problems.push("nothing imported".into());
-        return Err(Failure::Failed(problems));
-    }
-    let mut saved = Vec::new();
-    for (f, d) in &decoded {
-        let s = store.save(&d.checkpoint)?;
-        if !json {
-            let note = if d.was_migrated() {
-                format!(" (migrated from {})", d.source_version)
+    let imported = batch.save_into(&*store).map_err(|e| import_failure(t, e))?;
+    if json {
+        let saved: Vec<_> = imported.iter().map(|i| &i.summary).collect();
+        output::print_json(&saved);
+    } else {
+        let mut o = anstream::stdout();
+        for i in &imported {
+            let note = if i.source_version != caf_core::CURRENT_VERSION {
+                format!(" (migrated from {})", i.source_version)
             } else {
                 String::new()
             };
-            let mut o = anstream::stdout();
             let _ = writeln!(
                 o,
                 "{GREEN}imported{GREEN:#} {} from {}{note}",
-                s.id,
-                f.display()
+                i.summary.id,
+                i.path.display()
             );
         }
-        saved.push(s);
-    }
-    if json {
-        output::print_json(&saved);
-    } else {
-        crate::say!("{} checkpoints imported into {}", saved.len(), t.describe());
+        crate::say!(
+            "{} checkpoints imported into {}",
+            imported.len(),
+            t.describe()
+        );
     }
     Ok(())
+}
+
+/// The lines that report a failed import.
+fn import_failure(t: &Target, e: transfer::ImportError) -> Failure {
+    use transfer::{Conflict, ImportError};
+    match e {
+        ImportError::Invalid { failures, total } => {
+            let mut lines: Vec<String> = failures.iter().flat_map(error_lines).collect();
+            lines.push(format!(
+                "nothing imported: {} of {total} files are invalid",
+                failures.len()
+            ));
+            Failure::Failed(lines)
+        }
+        ImportError::Conflicts { conflicts } => {
+            let mut lines: Vec<String> = conflicts
+                .iter()
+                .map(|c| match c {
+                    Conflict::InStore { path, id } => format!(
+                        "{}: checkpoint {id} is already in {} with different content (delete it first)",
+                        path.display(),
+                        t.describe()
+                    ),
+                    other => other.to_string(),
+                })
+                .collect();
+            lines.push("nothing imported".into());
+            Failure::Failed(lines)
+        }
+        ImportError::Store(e) => e.into(),
+    }
 }
 
 /// Writes a checkpoint to a file (atomically) or to stdout.
 pub fn export(t: &Target, a: &ExportArgs) -> CmdResult {
     let id = checkpoint_id(&a.id)?;
     let store = open_existing(t)?;
-    let c = store.load(&id)?;
-    let bytes = encode(&c).map_err(|e| Failure::msg(format!("{id}: {e}")))?;
     match &a.output {
         Some(path) => {
-            write_atomic(path, None, &bytes, AtomicWriteOptions::default())?;
+            let size = transfer::export(&**store, &id, path)?;
             eprintln!(
                 "exported {id} to {} ({})",
                 path.display(),
-                output::bytes(bytes.len() as u64)
+                output::bytes(size)
             );
         }
         None => {
+            let c = store.load(&id)?;
+            let bytes = encode(&c).map_err(|e| Failure::msg(format!("{id}: {e}")))?;
             let _ = std::io::stdout().lock().write_all(&bytes);
         }
     }

@@ -310,6 +310,12 @@ impl CheckpointStore for FileStore {
         Ok(filter.apply(items))
     }
 
+    fn summary(&self, id: &CheckpointId) -> Result<Option<CheckpointSummary>> {
+        let mut index = self.index();
+        index.refresh()?;
+        Ok(index.entries.get(id).map(|e| e.summary.clone()))
+    }
+
     fn delete(&self, id: &CheckpointId) -> Result<bool> {
         let path = self.path_of(id);
         let existed = match std::fs::remove_file(&path) {

@@ -167,6 +167,15 @@ pub trait CheckpointStore: Send + Sync {
             None => Ok(None),
         }
     }
+
+    /// The summary of one checkpoint, from the index or database, without loading the
+    /// checkpoint; `None` if there is none with this id.
+    fn summary(&self, id: &CheckpointId) -> Result<Option<CheckpointSummary>> {
+        Ok(self
+            .list(&ListFilter::default())?
+            .into_iter()
+            .find(|s| &s.id == id))
+    }
 }
 
 impl<S: CheckpointStore + ?Sized> CheckpointStore for Box<S> {
@@ -187,6 +196,9 @@ impl<S: CheckpointStore + ?Sized> CheckpointStore for Box<S> {
     }
     fn latest(&self, e: &ExecutionId) -> Result<Option<Checkpoint>> {
         (**self).latest(e)
+    }
+    fn summary(&self, id: &CheckpointId) -> Result<Option<CheckpointSummary>> {
+        (**self).summary(id)
     }
 }
 
@@ -209,24 +221,29 @@ impl<S: CheckpointStore + ?Sized> CheckpointStore for std::sync::Arc<S> {
     fn latest(&self, e: &ExecutionId) -> Result<Option<Checkpoint>> {
         (**self).latest(e)
     }
+    fn summary(&self, id: &CheckpointId) -> Result<Option<CheckpointSummary>> {
+        (**self).summary(id)
+    }
 }
 
 /// The chain of ancestors of a checkpoint, starting with the checkpoint itself and following
-/// `parent_id` until a root or a parent that is not in the store.
-pub fn lineage(store: &dyn CheckpointStore, id: &CheckpointId) -> Result<Vec<Checkpoint>> {
-    let mut out: Vec<Checkpoint> = Vec::new();
+/// `parent_id` until a root or a parent that is not in the store. It walks summaries (the index
+/// or the database), never whole checkpoints. [`crate::Error::NotFound`] if `id` is absent.
+pub fn lineage(store: &dyn CheckpointStore, id: &CheckpointId) -> Result<Vec<CheckpointSummary>> {
+    let mut out: Vec<CheckpointSummary> = Vec::new();
     let mut next = Some(id.clone());
     while let Some(id) = next {
         if out.iter().any(|c| c.id == id) {
             break; // a cycle in hand-edited files; stop rather than loop
         }
-        let c = match store.load(&id) {
-            Ok(c) => c,
-            Err(crate::Error::NotFound { .. }) if !out.is_empty() => break,
-            Err(e) => return Err(e),
+        let Some(s) = store.summary(&id)? else {
+            if out.is_empty() {
+                return Err(crate::Error::not_found(&id));
+            }
+            break;
         };
-        next = c.parent_id.clone();
-        out.push(c);
+        next = s.parent_id.clone();
+        out.push(s);
     }
     Ok(out)
 }

@@ -1,0 +1,331 @@
+//! Opening a store: a directory of files, a database, or both. Every front end (the `caf`
+//! command line, the MCP server, an embedding program) opens stores by these rules.
+//!
+//! - No database given: the files in `dir`; and if the directory has its default database
+//!   (`DIR/.caf/caf.db`), that database too, kept in sync on every save (hybrid).
+//! - A database URL: the files plus that database (hybrid).
+//! - A database URL with `no_files`: the database only.
+//!
+//! What may be created depends on the [`Access`] asked for: reading creates nothing (not even
+//! the directory's index), updating needs the store to exist, adding checkpoints creates the
+//! directory, and [`Access::CreateWithDatabase`] also creates the default database.
+
+use crate::{HybridStore, SqlError, SqlStore};
+use caf_core::{
+    Checkpoint, CheckpointId, CheckpointStore, CheckpointSummary, ExecutionId, FileStore,
+    ListFilter,
+};
+use std::path::{Path, PathBuf};
+
+/// Where a store is: its checkpoint directory, and the database to use with it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Location {
+    /// The checkpoint directory.
+    pub dir: PathBuf,
+    /// The database URL given, if any (`sqlite://PATH` or `postgres://…`).
+    pub db: Option<String>,
+    /// Use the database alone, without files.
+    pub no_files: bool,
+}
+
+/// What the caller will do with the store, which decides what may be created.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// Read only: the files alone (the database is their index), or the database with
+    /// `no_files`. Nothing is created; the store must exist.
+    Read,
+    /// Change existing checkpoints (delete, label, prune): the files and their database, if
+    /// any. The store must exist.
+    Update,
+    /// Add checkpoints (save, import): the directory is created if needed; a database in use
+    /// is kept in sync.
+    Create,
+    /// Add checkpoints with a database: the directory's default database is created when no
+    /// database is given.
+    CreateWithDatabase,
+}
+
+/// Why a store could not be opened.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    /// `no_files` without a database.
+    #[error("a database-only store needs a database URL")]
+    NoFilesWithoutDatabase,
+    /// The checkpoint directory does not exist.
+    #[error("{}: no checkpoint directory here", dir.display())]
+    NoDirectory {
+        /// The directory.
+        dir: PathBuf,
+    },
+    /// A database was needed, but none is configured and the default one does not exist.
+    #[error("{}: no database (none given, and no {})", dir.display(), default.display())]
+    NoDatabase {
+        /// The directory.
+        dir: PathBuf,
+        /// Its default database path.
+        default: PathBuf,
+    },
+    /// A SQLite database file that must exist does not.
+    #[error("{}: no database here", path.display())]
+    NoDatabaseFile {
+        /// The missing file.
+        path: PathBuf,
+    },
+    /// The files could not be opened.
+    #[error(transparent)]
+    Files(#[from] caf_core::Error),
+    /// The database could not be opened.
+    #[error("{url}: {error}")]
+    Database {
+        /// The URL, password hidden.
+        url: String,
+        /// Why.
+        error: SqlError,
+    },
+    /// A directory could not be created.
+    #[error("{}: {error}", path.display())]
+    Io {
+        /// The directory.
+        path: PathBuf,
+        /// Why.
+        error: std::io::Error,
+    },
+}
+
+/// An open store of one of the three kinds.
+#[derive(Debug)]
+pub enum Store {
+    /// Files only.
+    Files(FileStore),
+    /// Files plus a database index.
+    Hybrid(Box<HybridStore>),
+    /// A database only.
+    Sql(SqlStore),
+}
+
+impl std::ops::Deref for Store {
+    type Target = dyn CheckpointStore;
+    fn deref(&self) -> &Self::Target {
+        match self {
+            Self::Files(s) => s,
+            Self::Hybrid(s) => s.as_ref(),
+            Self::Sql(s) => s,
+        }
+    }
+}
+
+impl CheckpointStore for Store {
+    fn save(&self, c: &Checkpoint) -> caf_core::Result<CheckpointSummary> {
+        (**self).save(c)
+    }
+    fn load(&self, id: &CheckpointId) -> caf_core::Result<Checkpoint> {
+        (**self).load(id)
+    }
+    fn list(&self, f: &ListFilter) -> caf_core::Result<Vec<CheckpointSummary>> {
+        (**self).list(f)
+    }
+    fn delete(&self, id: &CheckpointId) -> caf_core::Result<bool> {
+        (**self).delete(id)
+    }
+    fn delete_execution(&self, e: &ExecutionId) -> caf_core::Result<usize> {
+        (**self).delete_execution(e)
+    }
+    fn latest(&self, e: &ExecutionId) -> caf_core::Result<Option<Checkpoint>> {
+        (**self).latest(e)
+    }
+    fn summary(&self, id: &CheckpointId) -> caf_core::Result<Option<CheckpointSummary>> {
+        (**self).summary(id)
+    }
+}
+
+impl Store {
+    /// The file store, unless the database is used alone.
+    pub fn files(&self) -> Option<&FileStore> {
+        match self {
+            Self::Files(f) => Some(f),
+            Self::Hybrid(h) => Some(h.files()),
+            Self::Sql(_) => None,
+        }
+    }
+
+    /// The database, if there is one.
+    pub fn sql(&self) -> Option<&SqlStore> {
+        match self {
+            Self::Files(_) => None,
+            Self::Hybrid(h) => Some(h.sql()),
+            Self::Sql(s) => Some(s),
+        }
+    }
+
+    /// Whether the store has something under `id`: a directory entry (even a damaged file or a
+    /// link, so that it can be deleted) or a database row.
+    pub fn contains(&self, id: &CheckpointId) -> bool {
+        let in_files = self
+            .files()
+            .is_some_and(|f| std::fs::symlink_metadata(f.path_of(id)).is_ok());
+        let in_db = self
+            .sql()
+            .is_some_and(|db| !matches!(db.load(id), Err(caf_core::Error::NotFound { .. })));
+        in_files || in_db
+    }
+
+    /// The stored size of a checkpoint: its file, or its encoding.
+    pub fn stored_size(&self, c: &Checkpoint) -> u64 {
+        match self.files() {
+            Some(f) => std::fs::metadata(f.path_of(&c.id)).map_or(0, |m| m.len()),
+            None => caf_core::format::encode(c).map_or(0, |b| b.len() as u64),
+        }
+    }
+}
+
+impl Location {
+    /// A location.
+    pub fn new(dir: impl Into<PathBuf>, db: Option<String>, no_files: bool) -> Self {
+        Self {
+            dir: dir.into(),
+            db,
+            no_files,
+        }
+    }
+
+    /// The directory's default database: `DIR/.caf/caf.db`.
+    pub fn default_db_path(&self) -> PathBuf {
+        self.dir.join(".caf").join("caf.db")
+    }
+
+    fn default_db_url(&self) -> String {
+        format!("sqlite://{}", self.default_db_path().display())
+    }
+
+    /// Where checkpoints live, for messages (a database URL has its password hidden).
+    pub fn describe(&self) -> String {
+        match (&self.db, self.no_files) {
+            (Some(db), true) => crate::redact(db),
+            _ => self.dir.display().to_string(),
+        }
+    }
+
+    /// The database URL in use: the one given, else the directory's default database if it
+    /// exists (or `create` is set).
+    pub fn db_url(&self, create: bool) -> Option<String> {
+        self.db
+            .clone()
+            .or_else(|| (create || self.default_db_path().is_file()).then(|| self.default_db_url()))
+    }
+
+    /// Opens the database. With `create` it may be created; otherwise a SQLite file must exist.
+    pub fn database(&self, create: bool) -> Result<SqlStore, OpenError> {
+        let url = self.db_url(create).ok_or_else(|| OpenError::NoDatabase {
+            dir: self.dir.clone(),
+            default: self.default_db_path(),
+        })?;
+        if let Some(path) = crate::sqlite_path(&url).filter(|p| !create && !p.is_file()) {
+            return Err(OpenError::NoDatabaseFile { path });
+        }
+        if self.db.is_none() {
+            if let Some(p) = self.default_db_path().parent() {
+                std::fs::create_dir_all(p).map_err(|error| OpenError::Io {
+                    path: p.to_path_buf(),
+                    error,
+                })?;
+            }
+        }
+        SqlStore::open(&url).map_err(|error| OpenError::Database {
+            url: crate::redact(&url),
+            error,
+        })
+    }
+
+    /// Opens the store for `access`. Unreadable files in the directory are skipped, and listed
+    /// by [`FileStore::problems`].
+    pub fn open(&self, access: Access) -> Result<Store, OpenError> {
+        let must_exist = matches!(access, Access::Read | Access::Update);
+        if self.no_files {
+            if self.db.is_none() {
+                return Err(OpenError::NoFilesWithoutDatabase);
+            }
+            return Ok(Store::Sql(self.database(!must_exist)?));
+        }
+        if must_exist && !self.dir.is_dir() {
+            return Err(OpenError::NoDirectory {
+                dir: self.dir.clone(),
+            });
+        }
+        // Reading a directory that is not (yet) a store leaves no index behind in it.
+        let options = caf_core::store::FileStoreOptions {
+            no_create: access == Access::Read,
+            ..Default::default()
+        };
+        let files = FileStore::open_with(&self.dir, options)?;
+        let url = match access {
+            Access::Read => None,
+            Access::Update | Access::Create => self.db_url(false),
+            Access::CreateWithDatabase => self.db_url(true),
+        };
+        match url {
+            Some(_) => {
+                let sql = self.database(access == Access::CreateWithDatabase)?;
+                Ok(Store::Hybrid(Box::new(HybridStore::new(files, sql))))
+            }
+            None => Ok(Store::Files(files)),
+        }
+    }
+
+    /// The directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reading_creates_nothing_and_needs_a_directory() {
+        let tmp = tempfile::tempdir().unwrap();
+        let missing = Location::new(tmp.path().join("nope"), None, false);
+        assert!(matches!(
+            missing.open(Access::Read),
+            Err(OpenError::NoDirectory { .. })
+        ));
+        let here = Location::new(tmp.path(), None, false);
+        assert!(matches!(here.open(Access::Read), Ok(Store::Files(_))));
+        assert!(
+            !tmp.path().join(".caf").exists(),
+            "reading left .caf behind"
+        );
+    }
+
+    #[test]
+    fn create_with_database_makes_the_default_database_and_later_opens_are_hybrid() {
+        let tmp = tempfile::tempdir().unwrap();
+        let loc = Location::new(tmp.path().join("d"), None, false);
+        assert!(matches!(loc.open(Access::Create), Ok(Store::Files(_))));
+        assert!(matches!(
+            loc.open(Access::CreateWithDatabase),
+            Ok(Store::Hybrid(_))
+        ));
+        assert!(loc.default_db_path().is_file());
+        assert!(matches!(loc.open(Access::Update), Ok(Store::Hybrid(_))));
+        assert!(matches!(loc.open(Access::Read), Ok(Store::Files(_))));
+    }
+
+    #[test]
+    fn database_only_needs_a_url_and_an_existing_sqlite_file_to_read() {
+        let tmp = tempfile::tempdir().unwrap();
+        let none = Location::new(tmp.path(), None, true);
+        assert!(matches!(
+            none.open(Access::Create),
+            Err(OpenError::NoFilesWithoutDatabase)
+        ));
+        let url = format!("sqlite://{}", tmp.path().join("x.db").display());
+        let db = Location::new(tmp.path(), Some(url), true);
+        assert!(matches!(
+            db.open(Access::Read),
+            Err(OpenError::NoDatabaseFile { .. })
+        ));
+        assert!(matches!(db.open(Access::Create), Ok(Store::Sql(_))));
+        assert!(matches!(db.open(Access::Read), Ok(Store::Sql(_))));
+    }
+}
