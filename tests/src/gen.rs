@@ -7,10 +7,11 @@
 //! free-form values at most 8 levels deep. Strings are otherwise arbitrary Unicode, control
 //! characters and NUL included.
 
-use caf_core::format::schema::SCHEMA_URL_1_0_0;
+use caf_core::format::schema::SCHEMA_URL;
 use caf_core::format::{
-    Branch, Checkpoint, CheckpointReason, CompletedStep, Context, JsonObject, Metadata, Progress,
-    Snapshot, Thought, ThoughtChain, ToolCall, ToolState, ToolStatus,
+    Branch, Checkpoint, CheckpointReason, CompletedStep, Context, JsonObject, LastError, Metadata,
+    PlanStep, Progress, Snapshot, StepStatus, Thought, ThoughtChain, ToolCall, ToolState,
+    ToolStatus,
 };
 use caf_core::{CheckpointId, ExecutionId, Timestamp, CURRENT_VERSION};
 use proptest::collection::{btree_map, btree_set, vec};
@@ -227,7 +228,7 @@ pub fn full_checkpoint(id: &str, execution: &str) -> Checkpoint {
         json!({"kept": [1, 2, 3], "text": text}),
     );
     Checkpoint {
-        schema: SCHEMA_URL_1_0_0.to_string(),
+        schema: SCHEMA_URL.to_string(),
         version: CURRENT_VERSION.to_string(),
         id: ckpt_id(id),
         parent_id: Some(ckpt_id("ckpt_parent-of.full:1@x")),
@@ -330,6 +331,31 @@ pub fn full_checkpoint(id: &str, execution: &str) -> Checkpoint {
                     completed_at: t,
                 }],
                 pending_steps: vec!["next".into(), text.into(), String::new()],
+                plan: vec![
+                    PlanStep {
+                        action: Some("search".into()),
+                        attempts: 2,
+                        completed_at: Some(t),
+                        description: Some(format!("look up {text}")),
+                        parameters: ext.clone(),
+                        result: Some(json!([text])),
+                        started_at: Some(t),
+                        status: StepStatus::Completed,
+                        ..PlanStep::new("step_1")
+                    },
+                    PlanStep {
+                        dependencies: vec!["step_1".into()],
+                        error: Some(format!("failed: {text}")),
+                        status: StepStatus::Failed,
+                        ..PlanStep::new("next")
+                    },
+                ],
+                task: Some(format!("task {text}")),
+                last_error: Some(LastError {
+                    at: t,
+                    message: format!("failed: {text}"),
+                    step: Some("next".into()),
+                }),
             },
         },
         extensions: ext,
@@ -559,6 +585,100 @@ pub fn arb_completed_step() -> impl Strategy<Value = CompletedStep> {
         })
 }
 
+/// Items with unique ids: a repeated id gets its position appended.
+fn unique_ids<T>(mut items: Vec<T>, id: impl Fn(&mut T) -> &mut String) -> Vec<T> {
+    let mut seen = std::collections::HashSet::new();
+    for (i, item) in items.iter_mut().enumerate() {
+        let id = id(item);
+        if !seen.insert(id.clone()) {
+            id.push_str(&format!("-{i}"));
+            seen.insert(id.clone());
+        }
+    }
+    items
+}
+
+/// A plan: up to four steps with unique ids, each depending only on earlier ones.
+pub fn arb_plan() -> impl Strategy<Value = Vec<PlanStep>> {
+    let step = (
+        arb_id_string(),
+        proptest::option::of(arb_text(24)),
+        proptest::option::of(arb_nonempty_text(24)),
+        arb_object(),
+        prop_oneof![
+            Just(StepStatus::Pending),
+            Just(StepStatus::Running),
+            Just(StepStatus::Completed),
+            Just(StepStatus::Failed),
+            Just(StepStatus::Skipped),
+        ],
+        (
+            any::<u64>(),
+            proptest::option::of(arb_json()),
+            proptest::option::of(arb_text(24)),
+            proptest::option::of(arb_timestamp()),
+            proptest::option::of(arb_timestamp()),
+            any::<u8>(),
+        ),
+    )
+        .prop_map(
+            |(
+                id,
+                description,
+                action,
+                parameters,
+                status,
+                (attempts, result, error, s, c, deps),
+            )| {
+                (
+                    PlanStep {
+                        action,
+                        attempts,
+                        completed_at: c,
+                        description,
+                        error,
+                        parameters,
+                        result,
+                        started_at: s,
+                        status,
+                        ..PlanStep::new(id)
+                    },
+                    deps,
+                )
+            },
+        );
+    vec(step, 0..4).prop_map(|steps| {
+        let deps: Vec<u8> = steps.iter().map(|(_, d)| *d).collect();
+        let mut plan = unique_ids(steps.into_iter().map(|(s, _)| s).collect(), |s| &mut s.id);
+        // A '-N' suffix can make an id invalid (too long): shorten, then make unique again.
+        for s in &mut plan {
+            if caf_core::id::check_id(&s.id).is_err() {
+                s.id = "step".into();
+            }
+        }
+        let mut plan = unique_ids(plan, |s| &mut s.id);
+        for i in 0..plan.len() {
+            // Bit j of the byte: depend on step j (only earlier steps).
+            let earlier: Vec<String> = (0..i)
+                .filter(|j| deps[i] & (1 << j) != 0)
+                .map(|j| plan[j].id.clone())
+                .collect();
+            plan[i].dependencies = earlier;
+        }
+        plan
+    })
+}
+
+/// The last error of a run.
+pub fn arb_last_error() -> impl Strategy<Value = LastError> {
+    (
+        arb_timestamp(),
+        arb_text(40),
+        proptest::option::of(arb_id_string()),
+    )
+        .prop_map(|(at, message, step)| LastError { at, message, step })
+}
+
 /// A snapshot: thoughts, context, tool state and progress.
 pub fn arb_snapshot() -> impl Strategy<Value = Snapshot> {
     let thought_chain = (
@@ -567,7 +687,7 @@ pub fn arb_snapshot() -> impl Strategy<Value = Snapshot> {
     )
         .prop_map(|(current_thought_id, thoughts)| ThoughtChain {
             current_thought_id,
-            thoughts,
+            thoughts: unique_ids(thoughts, |t| &mut t.id),
         });
     let context = (
         arb_object(),
@@ -589,7 +709,7 @@ pub fn arb_snapshot() -> impl Strategy<Value = Snapshot> {
         proptest::option::of(arb_nonempty_text(32)),
     )
         .prop_map(|(calls, results, last_call_id)| ToolState {
-            calls,
+            calls: unique_ids(calls, |c| &mut c.id),
             results,
             last_call_id,
         });
@@ -599,15 +719,30 @@ pub fn arb_snapshot() -> impl Strategy<Value = Snapshot> {
         any::<u64>(),
         vec(arb_completed_step(), 0..3),
         vec(arb_text(24), 0..4),
+        arb_plan(),
+        proptest::option::of(arb_text(40)),
+        proptest::option::of(arb_last_error()),
     )
         .prop_map(
-            |(step_number, total_steps, iterations_completed, completed_steps, pending_steps)| {
+            |(
+                step_number,
+                total_steps,
+                iterations_completed,
+                completed_steps,
+                pending_steps,
+                plan,
+                task,
+                last_error,
+            )| {
                 Progress {
                     step_number,
                     total_steps,
                     iterations_completed,
                     completed_steps,
                     pending_steps,
+                    plan,
+                    task,
+                    last_error,
                 }
             },
         );
@@ -662,7 +797,7 @@ pub fn arb_metadata() -> impl Strategy<Value = Metadata> {
 pub fn arb_checkpoint() -> BoxedStrategy<Checkpoint> {
     (
         (
-            prop_oneof![4 => Just(SCHEMA_URL_1_0_0.to_string()), 1 => arb_nonempty_text(60)],
+            prop_oneof![4 => Just(SCHEMA_URL.to_string()), 1 => arb_nonempty_text(60)],
             arb_checkpoint_id(),
             proptest::option::of(arb_checkpoint_id()),
             arb_execution_id(),

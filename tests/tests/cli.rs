@@ -473,7 +473,7 @@ fn inspect_shows_a_checkpoint_by_id_or_path() {
         "Counts",
         "thoughts, 6 tool calls (0 failed), 4 variables",
         "Format",
-        "1.0.0",
+        caf_core::CURRENT_VERSION,
         "integrity ok",
         "Last thoughts (5 of",
         "Last tool calls (5 of 6)",
@@ -545,18 +545,28 @@ fn inspect_migrates_a_legacy_file_in_memory() {
     ] {
         assert!(text.contains(needle), "{needle:?} missing:\n{text}");
     }
-    // --json prints the migrated 1.0.0 document, which validates.
+    // --json prints the migrated document, of the current version, which validates.
     let out = sb.caf(&["--json", "inspect", s(&legacy)]).ok();
     let doc = out.json();
-    assert_eq!(doc["version"], "1.0.0");
+    assert_eq!(doc["version"], caf_core::CURRENT_VERSION);
     let migrated = sb.path().join("migrated.json");
     std::fs::write(&migrated, &out.stdout).unwrap();
     let v = sb.caf(&["validate", s(&migrated)]).ok();
-    assert!(v.out().contains("1.0.0"), "{}", v.describe());
-    // The expected migration is the committed golden file.
-    let golden = std::fs::read(fixtures().join("v1.0.0/from-ts-caf.json")).unwrap();
     assert!(
-        out.stdout == golden,
+        v.out().contains(caf_core::CURRENT_VERSION),
+        "{}",
+        v.describe()
+    );
+    // The expected migration is the committed golden file (as it loads today).
+    let limits = caf_core::Limits::default();
+    let golden = std::fs::read(fixtures().join("v1.0.0/from-ts-caf.json")).unwrap();
+    assert_eq!(
+        caf_core::format::decode(&out.stdout, &limits)
+            .unwrap()
+            .checkpoint,
+        caf_core::format::decode(&golden, &limits)
+            .unwrap()
+            .checkpoint,
         "inspect --json of ts-caf.json differs from from-ts-caf.json"
     );
     // Nothing was written anywhere.
@@ -780,15 +790,34 @@ fn import_current_and_legacy_files() {
         "{}",
         out.describe()
     );
-    // Stored in the current format: the migrated file is the golden migration.
-    let stored = std::fs::read(sb.path_of("m6sewr9c_4fz8q1lma")).unwrap();
-    let golden = std::fs::read(fixtures().join("v1.0.0/from-ts-caf.json")).unwrap();
-    assert!(
-        stored == golden,
+    // Stored in the current format: the migrated file holds the golden migration.
+    let limits = caf_core::Limits::default();
+    let stored = caf_core::format::decode(
+        &std::fs::read(sb.path_of("m6sewr9c_4fz8q1lma")).unwrap(),
+        &limits,
+    )
+    .unwrap();
+    let golden = caf_core::format::decode(
+        &std::fs::read(fixtures().join("v1.0.0/from-ts-caf.json")).unwrap(),
+        &limits,
+    )
+    .unwrap();
+    assert_eq!(stored.source_version, caf_core::CURRENT_VERSION);
+    assert_eq!(
+        stored.checkpoint, golden.checkpoint,
         "the imported 0.0.1 file is not its golden migration"
     );
+    // A 1.0.0 file is stored in the current format, holding the same checkpoint.
     let minimal_bytes = std::fs::read(&minimal).unwrap();
-    assert!(std::fs::read(sb.path_of("ckpt_golden_minimal")).unwrap() == minimal_bytes);
+    let stored_minimal = std::fs::read(sb.path_of("ckpt_golden_minimal")).unwrap();
+    assert_eq!(
+        caf_core::format::decode(&stored_minimal, &limits)
+            .unwrap()
+            .checkpoint,
+        caf_core::format::decode(&minimal_bytes, &limits)
+            .unwrap()
+            .checkpoint
+    );
     assert_eq!(sb.list(&[]).len(), 2);
     // A directory imports every file in it; --json prints the summaries.
     let sb = Sandbox::new();
@@ -1024,12 +1053,18 @@ fn schema_prints_the_json_schema_of_a_version() {
     let out = sb.caf(&["schema"]).ok();
     let doc = out.json();
     assert!(
-        doc["$id"].as_str().unwrap().contains("checkpoint-1.0.0"),
+        doc["$id"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("checkpoint-{}", caf_core::CURRENT_VERSION)),
         "{}",
         doc["$id"]
     );
-    let committed =
-        std::fs::read(workspace().join("schemas/checkpoint-1.0.0.schema.json")).unwrap();
+    let committed = std::fs::read(workspace().join(format!(
+        "schemas/checkpoint-{}.schema.json",
+        caf_core::CURRENT_VERSION
+    )))
+    .unwrap();
     let committed: Value = serde_json::from_slice(&committed).unwrap();
     assert_eq!(doc, committed);
     // It is a usable schema: a checkpoint validates against it, a broken one does not.
@@ -1038,14 +1073,21 @@ fn schema_prints_the_json_schema_of_a_version() {
         .build(&doc)
         .unwrap();
     let full: Value =
-        serde_json::from_slice(&std::fs::read(fixtures().join("v1.0.0/full.json")).unwrap())
+        serde_json::from_slice(&std::fs::read(fixtures().join("v1.1.0/full.json")).unwrap())
             .unwrap();
     assert!(validator.is_valid(&full));
     let mut broken = full.clone();
     broken["metadata"]["step_number"] = "seven".into();
     assert!(!validator.is_valid(&broken));
-    let out = sb.caf(&["schema", "--version", "1.0.0"]).ok();
+    let out = sb
+        .caf(&["schema", "--version", caf_core::CURRENT_VERSION])
+        .ok();
     assert_eq!(out.json(), doc);
+    let out = sb.caf(&["schema", "--version", "1.0.0"]).ok();
+    assert!(out.json()["$id"]
+        .as_str()
+        .unwrap()
+        .contains("checkpoint-1.0.0"));
 
     let out = sb.caf(&["schema", "--version", "0.0.1"]).ok();
     let old = out.json();
@@ -1057,7 +1099,11 @@ fn schema_prints_the_json_schema_of_a_version() {
 
     let out = sb.caf(&["schema", "--version", "9.9.9"]).fails(1);
     assert!(out.err().contains("9.9.9"), "{}", out.describe());
-    assert!(out.err().contains("1.0.0"), "{}", out.describe());
+    assert!(
+        out.err().contains(caf_core::CURRENT_VERSION),
+        "{}",
+        out.describe()
+    );
     assert!(out.stdout.is_empty());
     sb.caf(&["schema", "--version", "banana"]).fails(1);
 }

@@ -19,7 +19,7 @@ fn validator() -> &'static jsonschema::Validator {
     V.get_or_init(|| {
         let path = concat!(
             env!("CARGO_MANIFEST_DIR"),
-            "/../schemas/checkpoint-1.0.0.schema.json"
+            "/../schemas/checkpoint-1.1.0.schema.json"
         );
         let text = std::fs::read_to_string(path).unwrap();
         let schema: Value = serde_json::from_str(&text).unwrap();
@@ -66,7 +66,7 @@ proptest! {
         let bytes = encode(&c).unwrap();
         let decoded = decode(&bytes, &Limits::default())
             .map_err(|e| TestCaseError::fail(format!("decode failed: {e}")))?;
-        prop_assert_eq!(decoded.source_version.as_str(), "1.0.0");
+        prop_assert_eq!(decoded.source_version.as_str(), caf_core::CURRENT_VERSION);
         prop_assert!(!decoded.was_migrated());
         prop_assert_eq!(decoded.checkpoint, c);
     }

@@ -206,10 +206,10 @@ pub mod cases {
         HostileCase { file: "version-banana.json", expect: Expect::MalformedVersion, mentions: "\"banana\"", what: "`\"version\": \"banana\"`", make: || with_version(json!("banana")) },
         HostileCase { file: "version-v-prefix.json", expect: Expect::MalformedVersion, mentions: "\"v1.0.0\"", what: "`\"version\": \"v1.0.0\"`", make: || with_version(json!("v1.0.0")) },
         HostileCase { file: "version-empty.json", expect: Expect::MalformedVersion, mentions: "/version", what: "`\"version\": \"\"`", make: || with_version(json!("")) },
-        HostileCase { file: "version-9.9.9-newer-major.json", expect: Expect::NewerVersion, mentions: "9.9.9 is newer than the newest this caf supports (1.0.0)", what: "a newer major version: refused, naming both versions", make: || with_version(json!("9.9.9")) },
+        HostileCase { file: "version-9.9.9-newer-major.json", expect: Expect::NewerVersion, mentions: "9.9.9 is newer than the newest this caf supports (1.1.0)", what: "a newer major version: refused, naming both versions", make: || with_version(json!("9.9.9")) },
         HostileCase { file: "version-2.0.0-next-major.json", expect: Expect::NewerVersion, mentions: "2.0.0", what: "the next major version", make: || with_version(json!("2.0.0")) },
-        HostileCase { file: "version-1.7.0-newer-minor.json", expect: Expect::NewerVersion, mentions: "format version 1.7.0 is newer than the newest this caf supports (1.0.0)", what: "a newer minor version of the current major: refused like a newer major (caf would drop what it does not understand)", make: || with_version(json!("1.7.0")) },
-        HostileCase { file: "version-1.0.1-unknown-patch.json", expect: Expect::NewerVersion, mentions: "1.0.1 is newer", what: "a newer patch version: refused as newer", make: || with_version(json!("1.0.1")) },
+        HostileCase { file: "version-1.7.0-newer-minor.json", expect: Expect::NewerVersion, mentions: "format version 1.7.0 is newer than the newest this caf supports (1.1.0)", what: "a newer minor version of the current major: refused like a newer major (caf would drop what it does not understand)", make: || with_version(json!("1.7.0")) },
+        HostileCase { file: "version-1.0.1-unknown-patch.json", expect: Expect::UnknownVersion, mentions: "unknown format version 1.0.1", what: "a patch version that never existed (between 1.0.0 and 1.1.0): refused as unknown", make: || with_version(json!("1.0.1")) },
         HostileCase { file: "version-0.5.0-unknown-older.json", expect: Expect::UnknownVersion, mentions: "0.5.0", what: "an older version that never existed", make: || with_version(json!("0.5.0")) },
         HostileCase { file: "version-1.0.0-prerelease.json", expect: Expect::UnknownVersion, mentions: "1.0.0-rc.1", what: "a pre-release of 1.0.0", make: || with_version(json!("1.0.0-rc.1")) },
         // ---- integrity ----
@@ -582,11 +582,11 @@ fn a_hostile_file_inside_the_store_is_reported_not_listed() {
 
 // ---- generated at test time ------------------------------------------------------------------
 
-/// A valid 1.0.0 file of exactly `size` bytes (a long string variable pads it).
+/// A valid file of the current version of exactly `size` bytes (a long string variable pads it).
 fn valid_file_of_size(size: usize) -> Vec<u8> {
     let make = |n: usize| {
         let mut d: serde_json::Value =
-            serde_json::from_slice(&std::fs::read(fixtures().join("v1.0.0/minimal.json")).unwrap())
+            serde_json::from_slice(&std::fs::read(fixtures().join("v1.1.0/minimal.json")).unwrap())
                 .unwrap();
         d["snapshot"]["context"]["variables"]["blob"] = serde_json::json!("x".repeat(n));
         let c: caf_core::Checkpoint = {

@@ -1,10 +1,16 @@
 //! Golden files, loaded forever.
 //!
-//! - `tests/fixtures/v0.0.1/*.json` are files of the TypeScript original (both dialects). Each must
-//!   decode, and its migrated 1.0.0 encoding must be byte-identical to the committed expectation in
-//!   `tests/fixtures/v1.0.0/from-*.json`.
-//! - `tests/fixtures/v1.0.0/*.json` are caf's own 1.0.0 files. Each must decode and re-encode
-//!   byte-identically.
+//! - `tests/fixtures/v0.0.1/*.json` are files of the TypeScript original (both dialects). The
+//!   frozen 0.0.1 → 1.0.0 step must produce, as JSON, the committed 1.0.0 file
+//!   `tests/fixtures/v1.0.0/from-*.json` (less its checksum); and the whole chain must load it as
+//!   the 1.0.0 file loads.
+//! - `tests/fixtures/v1.0.0/*.json` are caf's own 1.0.0 files: each keeps loading, migrated in
+//!   memory to the current version, and equals its typed value.
+//! - `tests/fixtures/v1.1.0/*.json` are files of the current version: each decodes and
+//!   re-encodes byte-identically.
+//!
+//! Comparisons of older versions are on JSON and on loaded values, never on the current
+//! encoding, so that they still pass after the next version bump.
 //!
 //! The golden files are produced by caf itself: `write_golden_files` (ignored) writes those that
 //! are missing when run with `CAF_WRITE_GOLDEN=1`:
@@ -19,10 +25,11 @@
 
 #![allow(clippy::unwrap_used)]
 
-use caf_core::format::schema::SCHEMA_URL_1_0_0;
+use caf_core::format::schema::SCHEMA_URL;
 use caf_core::format::{
     decode, encode, Branch, Checkpoint, CheckpointReason, CompletedStep, Context, JsonObject,
-    Limits, Metadata, Progress, Snapshot, Thought, ThoughtChain, ToolCall, ToolState, ToolStatus,
+    LastError, Limits, Metadata, PlanStep, Progress, Snapshot, StepStatus, Thought, ThoughtChain,
+    ToolCall, ToolState, ToolStatus, CURRENT_VERSION,
 };
 use caf_core::{CheckpointId, ExecutionId, Timestamp};
 use serde_json::{json, Value};
@@ -51,12 +58,19 @@ const MIGRATIONS: &[(&str, &str)] = &[
     ),
 ];
 
-/// The 1.0.0 files built from a typed value in this file.
+/// The golden files built from a typed value in this file (of the current version, as they load).
 fn built_goldens() -> Vec<(&'static str, Checkpoint)> {
     vec![
         ("v1.0.0/minimal.json", minimal_checkpoint()),
         ("v1.0.0/full.json", full_checkpoint()),
+        ("v1.1.0/minimal.json", minimal_checkpoint()),
+        ("v1.1.0/full.json", full_checkpoint_1_1_0()),
     ]
+}
+
+/// The directory of the golden files of the current version.
+fn current_dir() -> String {
+    format!("v{CURRENT_VERSION}")
 }
 
 fn decode_file(rel: &str) -> caf_core::format::Decoded {
@@ -69,6 +83,20 @@ fn migrated(rel: &str) -> Checkpoint {
 
 fn migrated_json(rel: &str) -> Value {
     serde_json::from_slice(&encode(&migrated(rel)).unwrap()).unwrap()
+}
+
+/// A document without its checksum.
+fn without_integrity(mut v: Value) -> Value {
+    if let Value::Object(m) = &mut v {
+        m.remove("integrity");
+    }
+    v
+}
+
+/// What the frozen 0.0.1 → 1.0.0 step makes of a 0.0.1 fixture, as JSON.
+fn v0_step(rel: &str) -> Value {
+    let doc = read_json(rel);
+    caf_core::format::migrate::steps(&semver::Version::new(0, 0, 1), "1.0.0", doc).unwrap()
 }
 
 /// Panics with the first differing line when `actual` is not `expected`.
@@ -116,7 +144,7 @@ fn minimal_checkpoint() -> Checkpoint {
     )
 }
 
-/// A checkpoint with every optional field of format 1.0.0 set.
+/// A checkpoint with every optional field of format 1.0.0 set (loaded as the current version).
 fn full_checkpoint() -> Checkpoint {
     let t = |s: &str| ts(&format!("2025-02-05T21:{s}Z"));
     let thoughts = vec![
@@ -259,8 +287,8 @@ fn full_checkpoint() -> Checkpoint {
         },
     ];
     Checkpoint {
-        schema: SCHEMA_URL_1_0_0.to_string(),
-        version: "1.0.0".into(),
+        schema: SCHEMA_URL.to_string(),
+        version: CURRENT_VERSION.into(),
         id: CheckpointId::new("ckpt_golden_full").unwrap(),
         parent_id: Some(CheckpointId::new("ckpt_golden_parent").unwrap()),
         execution_id: ExecutionId::new("exec_golden_full").unwrap(),
@@ -355,15 +383,74 @@ fn full_checkpoint() -> Checkpoint {
                     },
                 ],
                 pending_steps: vec!["patch".into(), "test".into(), "report".into()],
+                ..Progress::default()
             },
         },
         extensions: obj(json!({"x_vendor": {"trace_id": "4bf92f3577b34da6a3ce929d0e0e4736"}})),
     }
 }
 
+/// The full checkpoint with every member 1.1.0 adds: a plan in every status, the task, the last
+/// error.
+fn full_checkpoint_1_1_0() -> Checkpoint {
+    let t = |s: &str| ts(&format!("2025-02-05T21:{s}Z"));
+    let mut c = full_checkpoint();
+    let p = &mut c.snapshot.progress;
+    p.task = Some("Fix parseDate for day-first dates; keep the tests green".into());
+    p.plan = vec![
+        PlanStep {
+            action: Some("search".into()),
+            attempts: 1,
+            completed_at: Some(t("10:00.284000")),
+            description: Some("Find the failing test".into()),
+            parameters: obj(json!({"pattern": "parseDate", "path": "tests/"})),
+            result: Some(json!({"matches": 1})),
+            started_at: Some(t("10:00.100000")),
+            status: StepStatus::Completed,
+            ..PlanStep::new("search")
+        },
+        PlanStep {
+            action: Some("read_file".into()),
+            dependencies: vec!["search".into()],
+            description: Some("Read the parser (already in context)".into()),
+            status: StepStatus::Skipped,
+            ..PlanStep::new("read")
+        },
+        PlanStep {
+            action: Some("apply_patch".into()),
+            attempts: 2,
+            dependencies: vec!["search".into(), "read".into()],
+            description: Some("Patch the parser".into()),
+            error: Some("patch did not apply: context mismatch".into()),
+            started_at: Some(t("10:03.000000")),
+            completed_at: Some(t("10:03.400000")),
+            status: StepStatus::Failed,
+            ..PlanStep::new("patch")
+        },
+        PlanStep {
+            action: Some("run_tests".into()),
+            dependencies: vec!["patch".into()],
+            started_at: Some(t("10:03.450000")),
+            status: StepStatus::Running,
+            ..PlanStep::new("test")
+        },
+        PlanStep {
+            description: Some("Report to the user".into()),
+            dependencies: vec!["test".into()],
+            ..PlanStep::new("report")
+        },
+    ];
+    p.last_error = Some(LastError {
+        at: t("10:03.400000"),
+        message: "patch did not apply: context mismatch".into(),
+        step: Some("patch".into()),
+    });
+    c
+}
+
 // ---- the generator ----------------------------------------------------------------------------
 
-/// Writes the golden files that are missing (never overwrites one).
+/// Writes the golden files of the current version that are missing (never overwrites one).
 #[test]
 #[ignore = "writes golden files: CAF_WRITE_GOLDEN=1 cargo test -p caf-tests --test legacy -- --ignored"]
 fn write_golden_files() {
@@ -371,20 +458,17 @@ fn write_golden_files() {
         eprintln!("set CAF_WRITE_GOLDEN=1 to write the missing golden files");
         return;
     }
-    let mut outputs: Vec<(String, Vec<u8>)> = built_goldens()
-        .into_iter()
-        .map(|(rel, c)| (rel.to_string(), encode(&c).unwrap()))
-        .collect();
-    for (src, dst) in MIGRATIONS {
-        outputs.push((dst.to_string(), encode(&migrated(src)).unwrap()));
-    }
-    std::fs::create_dir_all(fixtures().join("v1.0.0")).unwrap();
-    for (rel, bytes) in outputs {
-        let path = fixtures().join(&rel);
+    let dir = current_dir();
+    std::fs::create_dir_all(fixtures().join(&dir)).unwrap();
+    for (rel, c) in built_goldens() {
+        if !rel.starts_with(&format!("{dir}/")) {
+            continue;
+        }
+        let path = fixtures().join(rel);
         if path.exists() {
             eprintln!("kept    {rel} (exists; delete it to regenerate)");
         } else {
-            std::fs::write(&path, bytes).unwrap();
+            std::fs::write(&path, encode(&c).unwrap()).unwrap();
             eprintln!("wrote   {rel} (review it field by field before committing)");
         }
     }
@@ -393,7 +477,7 @@ fn write_golden_files() {
 // ---- golden tests -----------------------------------------------------------------------------
 
 #[test]
-fn every_v0_fixture_migrates_to_its_committed_encoding() {
+fn every_v0_fixture_migrates_to_its_committed_1_0_0_file() {
     let dir = fixtures().join("v0.0.1");
     let mut on_disk: Vec<String> = std::fs::read_dir(&dir)
         .unwrap()
@@ -409,27 +493,37 @@ fn every_v0_fixture_migrates_to_its_committed_encoding() {
     );
 
     for (src, expected) in MIGRATIONS {
+        // The frozen step alone produces the committed 1.0.0 document.
+        assert_eq!(
+            v0_step(src),
+            without_integrity(read_json(expected)),
+            "{src}: the 0.0.1 -> 1.0.0 step"
+        );
+        // Through every step, it loads as the 1.0.0 file does.
         let decoded = decode_file(src);
         assert_eq!(decoded.source_version, "0.0.1", "{src}");
         assert!(decoded.was_migrated(), "{src}");
-        let bytes = encode(&decoded.checkpoint).unwrap();
-        assert_same_bytes(src, &bytes, &read(expected));
-        // And the expected file is itself a valid 1.0.0 file holding the same checkpoint.
         let again = decode_file(expected);
-        assert!(!again.was_migrated());
+        assert_eq!(again.source_version, "1.0.0");
         assert_eq!(again.checkpoint, decoded.checkpoint, "{expected}");
+        assert_eq!(decoded.checkpoint.version, CURRENT_VERSION);
     }
 }
 
-#[test]
-fn every_v1_file_decodes_and_reencodes_byte_identically() {
-    let dir = fixtures().join("v1.0.0");
-    let mut names: Vec<String> = std::fs::read_dir(&dir)
+/// The golden files of one version directory, by name.
+fn golden_names(dir: &str) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(fixtures().join(dir))
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .filter(|n| n.ends_with(".json"))
         .collect();
     names.sort();
+    names
+}
+
+#[test]
+fn every_v1_0_0_file_keeps_loading() {
+    let names = golden_names("v1.0.0");
     for required in [
         "minimal.json",
         "full.json",
@@ -441,11 +535,38 @@ fn every_v1_file_decodes_and_reencodes_byte_identically() {
     }
     for name in names {
         let rel = format!("v1.0.0/{name}");
+        let decoded = decode_file(&rel);
+        assert_eq!(decoded.source_version, "1.0.0", "{rel}");
+        assert_eq!(decoded.checkpoint.version, CURRENT_VERSION, "{rel}");
+        // Nothing but the version and `$schema` changes on the way to the current version.
+        let mut loaded = serde_json::to_value(&decoded.checkpoint).unwrap();
+        let mut file = without_integrity(read_json(&rel));
+        for v in [&mut loaded, &mut file] {
+            let m = v.as_object_mut().unwrap();
+            m.remove("version");
+            m.remove("$schema");
+        }
+        assert_eq!(loaded, file, "{rel}");
+    }
+}
+
+#[test]
+fn every_file_of_the_current_version_reencodes_byte_identically() {
+    let dir = current_dir();
+    let names = golden_names(&dir);
+    for required in ["minimal.json", "full.json"] {
+        assert!(
+            names.iter().any(|n| n == required),
+            "{dir}: missing {required}"
+        );
+    }
+    for name in names {
+        let rel = format!("{dir}/{name}");
         let bytes = read(&rel);
         assert!(bytes.ends_with(b"}\n"), "{rel}: one trailing newline");
         assert!(!bytes.contains(&b'\r'), "{rel}: LF line endings");
         let decoded = decode_file(&rel);
-        assert_eq!(decoded.source_version, "1.0.0", "{rel}");
+        assert_eq!(decoded.source_version, CURRENT_VERSION, "{rel}");
         assert!(!decoded.was_migrated(), "{rel}");
         assert_same_bytes(&rel, &encode(&decoded.checkpoint).unwrap(), &bytes);
     }
@@ -454,9 +575,10 @@ fn every_v1_file_decodes_and_reencodes_byte_identically() {
 #[test]
 fn built_goldens_match_their_typed_values() {
     for (rel, value) in built_goldens() {
-        let bytes = read(rel);
-        assert_same_bytes(rel, &encode(&value).unwrap(), &bytes);
         assert_eq!(decode_file(rel).checkpoint, value, "{rel}");
+        if rel.starts_with(&format!("{}/", current_dir())) {
+            assert_same_bytes(rel, &encode(&value).unwrap(), &read(rel));
+        }
     }
 }
 
@@ -529,7 +651,18 @@ fn full_golden_sets_every_optional_field() {
         assert!(paths.contains(p), "full.json lacks {p}");
     }
     // Every schema property of 1.0.0 appears (the schema and the golden stay in step).
-    let schema: Value = serde_json::from_str(caf_core::format::schema::SCHEMA_1_0_0).unwrap();
+    let schema: Value =
+        serde_json::from_str(caf_core::format::versions::find("1.0.0").unwrap().schema).unwrap();
+    every_schema_property_appears(&schema, &paths, "v1.0.0/full.json");
+    tool_statuses_and_steps_are_all_there(&doc);
+}
+
+/// Every property of every object of `schema` appears in `paths`.
+fn every_schema_property_appears(
+    schema: &Value,
+    paths: &std::collections::BTreeSet<String>,
+    what: &str,
+) {
     let defs = &schema["$defs"];
     for (def, at) in [
         ("metadata", "/metadata"),
@@ -539,17 +672,29 @@ fn full_golden_sets_every_optional_field() {
         ("tool_state", "/snapshot/tool_state"),
         ("tool_call", "/snapshot/tool_state/calls/*"),
         ("progress", "/snapshot/progress"),
-    ] {
+    ]
+    .into_iter()
+    .chain(
+        defs.get("plan_step")
+            .map(|_| ("plan_step", "/snapshot/progress/plan/*")),
+    )
+    .chain(
+        defs.get("last_error")
+            .map(|_| ("last_error", "/snapshot/progress/last_error")),
+    ) {
         for key in defs[def]["properties"].as_object().unwrap().keys() {
             assert!(
                 paths.contains(&format!("{at}/{key}")),
-                "full.json lacks {at}/{key}"
+                "{what} lacks {at}/{key}"
             );
         }
     }
     for key in schema["properties"].as_object().unwrap().keys() {
-        assert!(paths.contains(&format!("/{key}")), "full.json lacks /{key}");
+        assert!(paths.contains(&format!("/{key}")), "{what} lacks /{key}");
     }
+}
+
+fn tool_statuses_and_steps_are_all_there(doc: &Value) {
     let statuses: std::collections::BTreeSet<&str> = doc["snapshot"]["tool_state"]["calls"]
         .as_array()
         .unwrap()
@@ -568,6 +713,27 @@ fn full_golden_sets_every_optional_field() {
         .as_array()
         .unwrap()
         .is_empty());
+}
+
+#[test]
+fn full_golden_of_1_1_0_sets_every_member_it_adds() {
+    let doc = read_json("v1.1.0/full.json");
+    let mut paths = std::collections::BTreeSet::new();
+    key_paths(&doc, "", &mut paths);
+    let schema: Value =
+        serde_json::from_str(caf_core::format::versions::find("1.1.0").unwrap().schema).unwrap();
+    every_schema_property_appears(&schema, &paths, "v1.1.0/full.json");
+    tool_statuses_and_steps_are_all_there(&doc);
+    let statuses: std::collections::BTreeSet<&str> = doc["snapshot"]["progress"]["plan"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["status"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        statuses,
+        ["completed", "failed", "pending", "running", "skipped"].into()
+    );
 }
 
 #[test]
@@ -1030,4 +1196,75 @@ fn a_null_result_survives_a_round_trip() {
     let back = decode(&bytes, &Limits::default()).unwrap().checkpoint;
     assert_eq!(back, c, "a result of null is not an absent result");
     assert_same_bytes("null result", &encode(&back).unwrap(), &bytes);
+}
+
+// ---- duplicate ids ----------------------------------------------------------------------------
+
+/// `doc` with a fresh checksum (a 1.0.0 file whose content was edited on purpose).
+fn resealed(mut doc: Value) -> Vec<u8> {
+    let m = doc.as_object_mut().unwrap();
+    m.remove("integrity");
+    let integrity = caf_core::format::integrity_of(&doc);
+    doc["integrity"] = integrity.into();
+    serde_json::to_vec_pretty(&doc).unwrap()
+}
+
+/// The pointer and message of a refusal.
+fn refusal(bytes: &[u8]) -> (String, String) {
+    match decode(bytes, &Limits::default()) {
+        Err(caf_core::LoadError::Invalid { pointer, message }) => (pointer, message),
+        other => panic!("expected an invalid document, got {other:?}"),
+    }
+}
+
+#[test]
+fn duplicate_thought_or_tool_call_ids_are_refused_with_the_pointer_of_the_second() {
+    let mut doc = read_json("v1.0.0/full.json");
+    doc["snapshot"]["thought_chain"]["thoughts"][2]["id"] = "thought_1".into();
+    let (pointer, message) = refusal(&resealed(doc));
+    assert_eq!(pointer, "/snapshot/thought_chain/thoughts/2/id");
+    assert!(
+        message.contains("duplicate thought id \"thought_1\""),
+        "{message}"
+    );
+
+    let mut doc = read_json("v1.0.0/full.json");
+    doc["snapshot"]["tool_state"]["calls"][5]["id"] = "call_4".into();
+    let (pointer, message) = refusal(&resealed(doc));
+    assert_eq!(pointer, "/snapshot/tool_state/calls/5/id");
+    assert!(message.contains("duplicate tool call id"), "{message}");
+
+    // Encoding refuses them too: caf never writes what it would refuse to read.
+    let mut c = full_checkpoint_1_1_0();
+    let first = c.snapshot.thought_chain.thoughts[0].id.clone();
+    c.snapshot.thought_chain.thoughts[1].id = first;
+    assert!(encode(&c).is_err());
+}
+
+#[test]
+fn duplicate_ids_in_a_0_0_1_file_are_refused_when_migrating() {
+    let mut doc = read_json("v0.0.1/seed-example.json");
+    let thought = doc["snapshot"]["thought_chain"][0].clone();
+    doc["snapshot"]["thought_chain"]
+        .as_array_mut()
+        .unwrap()
+        .push(thought);
+    let (pointer, message) = refusal(&serde_json::to_vec(&doc).unwrap());
+    assert_eq!(pointer, "/snapshot/thought_chain/thoughts/1/id");
+    assert!(message.contains("duplicate thought id"), "{message}");
+}
+
+#[test]
+fn plan_steps_need_unique_ids_and_known_dependencies() {
+    let mut c = full_checkpoint_1_1_0();
+    c.snapshot.progress.plan[4].id = "search".into();
+    let err = encode(&c).unwrap_err().to_string();
+    assert!(err.contains("/snapshot/progress/plan/4/id"), "{err}");
+    let mut c = full_checkpoint_1_1_0();
+    c.snapshot.progress.plan[1].dependencies = vec!["nowhere".into()];
+    let err = encode(&c).unwrap_err().to_string();
+    assert!(
+        err.contains("/snapshot/progress/plan/1/dependencies/0"),
+        "{err}"
+    );
 }

@@ -1,5 +1,5 @@
-//! Property tests of the 0.0.1 → 1.0.0 migration: for arbitrary documents of either 0.0.1
-//! dialect, what caf makes of them validates against the newest schema (checked with `jsonschema`
+//! Property tests of the 0.0.1 migration (through 1.0.0 to the current version): for arbitrary
+//! documents of either 0.0.1 dialect, what caf makes of them validates against the newest schema (checked with `jsonschema`
 //! directly), survives save/load unchanged, and keeps every unknown field.
 
 #![allow(clippy::unwrap_used)]
@@ -14,7 +14,7 @@ fn validator(version: &str) -> &'static jsonschema::Validator {
     static V1: OnceLock<jsonschema::Validator> = OnceLock::new();
     static V0: OnceLock<jsonschema::Validator> = OnceLock::new();
     let (cell, file) = match version {
-        "1.0.0" => (&V1, "checkpoint-1.0.0.schema.json"),
+        "1.1.0" => (&V1, "checkpoint-1.1.0.schema.json"),
         _ => (&V0, "checkpoint-0.0.1.schema.json"),
     };
     cell.get_or_init(|| {
@@ -200,7 +200,7 @@ fn check_migration(doc: Value) -> Result<(), TestCaseError> {
     prop_assert!(decoded.was_migrated());
     let bytes = encode(&decoded.checkpoint).map_err(|e| TestCaseError::fail(e.to_string()))?;
     let written: Value = serde_json::from_slice(&bytes).unwrap();
-    let errs = errors("1.0.0", &written);
+    let errs = errors(caf_core::CURRENT_VERSION, &written);
     prop_assert!(
         errs.is_empty(),
         "migrated document breaks the 1.0.0 schema: {errs:?}"

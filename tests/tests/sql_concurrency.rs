@@ -60,7 +60,7 @@ fn check_processes_result(url: &str) {
         }
         let stats = store.stats(Some(&e)).unwrap();
         let x = &stats.executions[0];
-        assert_eq!(x.status, "completed");
+        assert_eq!(x.status, caf_core::ExecutionStatus::Completed);
         assert_eq!((x.checkpoints, x.thoughts, x.tool_calls), (30, 30, 30));
         assert_eq!(x.tokens_used, 300);
     }

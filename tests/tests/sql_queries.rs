@@ -162,7 +162,12 @@ fn stats_on_a_known_dataset() {
         );
         assert_eq!(
             t.executions_by_status,
-            tools(&[("completed", 1), ("paused", 1)])
+            [
+                (caf_core::ExecutionStatus::Completed, 1),
+                (caf_core::ExecutionStatus::Paused, 1)
+            ]
+            .into_iter()
+            .collect()
         );
         assert_eq!(t.averages.tokens_per_execution, 175.0);
         assert_eq!(t.averages.checkpoints_per_execution, 2.0);

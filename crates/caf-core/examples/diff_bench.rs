@@ -9,7 +9,7 @@
 //! cargo run --release -p caf-core --example diff_bench
 //! ```
 
-use caf_core::format::schema::SCHEMA_URL_1_0_0;
+use caf_core::format::schema::SCHEMA_URL;
 use caf_core::format::{
     encode, Checkpoint, JsonObject, Metadata, Snapshot, Thought, ToolCall, ToolStatus,
 };
@@ -86,7 +86,7 @@ fn checkpoint_a() -> Result<Checkpoint, Box<dyn std::error::Error>> {
     }
     snapshot.progress.step_number = 300;
     Ok(Checkpoint {
-        schema: SCHEMA_URL_1_0_0.to_string(),
+        schema: SCHEMA_URL.to_string(),
         version: CURRENT_VERSION.to_string(),
         id: CheckpointId::new("ckpt_bench_a")?,
         parent_id: None,

@@ -40,6 +40,7 @@ pub mod format;
 pub mod id;
 pub mod manager;
 pub mod runtime;
+pub mod status;
 pub mod store;
 pub mod transfer;
 #[cfg(feature = "test-support")]
@@ -54,6 +55,7 @@ pub use format::{
 pub use id::{CheckpointId, ExecutionId, IdError};
 pub use manager::{CheckpointManager, CheckpointOptions, Restored};
 pub use runtime::{Event, RuntimeState};
+pub use status::ExecutionStatus;
 pub use store::{CheckpointStore, CheckpointSummary, FileStore, ListFilter, MemoryStore};
 
 /// The README's example, compiled as a doctest so that it cannot rot.

@@ -9,6 +9,7 @@ use crate::error::{Result, SqlError};
 use crate::rows::uint;
 use crate::stmt::Stmt;
 use crate::SqlStore;
+use caf_core::ExecutionStatus;
 use caf_core::{ExecutionId, Timestamp};
 use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Nullable, Text};
@@ -24,8 +25,8 @@ pub struct ExecutionStats {
     pub agent_id: String,
     /// Its task (`context.variables.task` of its newest checkpoint, or empty).
     pub task: String,
-    /// `running`, `paused`, `completed` or `failed` (from its newest checkpoint's reason).
-    pub status: String,
+    /// Where it stands (from its newest checkpoint's reason).
+    pub status: ExecutionStatus,
     /// Its oldest checkpoint's time.
     pub started_at: Timestamp,
     /// Its newest checkpoint's time, once completed or failed.
@@ -83,7 +84,7 @@ pub struct Totals {
     /// Tool calls per tool.
     pub tool_calls_by_tool: BTreeMap<String, u64>,
     /// Executions per status.
-    pub executions_by_status: BTreeMap<String, u64>,
+    pub executions_by_status: BTreeMap<ExecutionStatus, u64>,
     /// Averages per execution (0 when there is none).
     pub averages: Averages,
 }
@@ -241,7 +242,7 @@ impl SqlStore {
                     execution_id: r.id,
                     agent_id: r.agent_id,
                     task: r.task,
-                    status: r.status,
+                    status: crate::executions::status_from_column(&r.status),
                     last_checkpoint_id: r.last_checkpoint_id,
                 })
                 .collect::<Vec<_>>();
@@ -259,12 +260,12 @@ fn totals(executions: &[ExecutionStats]) -> Totals {
             .fold(0u64, |a, b| a.saturating_add(b))
     };
     let mut by_tool: BTreeMap<String, u64> = BTreeMap::new();
-    let mut by_status: BTreeMap<String, u64> = BTreeMap::new();
+    let mut by_status: BTreeMap<ExecutionStatus, u64> = BTreeMap::new();
     for e in executions {
         for (tool, n) in &e.tool_calls_by_tool {
             *by_tool.entry(tool.clone()).or_default() += n;
         }
-        *by_status.entry(e.status.clone()).or_default() += 1;
+        *by_status.entry(e.status).or_default() += 1;
     }
     let n = executions.len() as u64;
     let avg = |total: u64| if n == 0 { 0.0 } else { total as f64 / n as f64 };

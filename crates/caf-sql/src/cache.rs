@@ -77,6 +77,9 @@ impl Tip {
         s.progress.step_number = n.progress.step_number;
         s.progress.total_steps = n.progress.total_steps;
         s.progress.iterations_completed = n.progress.iterations_completed;
+        same(&mut s.progress.plan, &n.progress.plan);
+        same(&mut s.progress.task, &n.progress.task);
+        same(&mut s.progress.last_error, &n.progress.last_error);
         debug_assert_eq!(s, n, "the cached tip is the saved snapshot");
         self.place = place;
         self.checkpoint_id = c.id.to_string();

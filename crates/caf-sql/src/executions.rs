@@ -12,16 +12,22 @@ use crate::rows::{task_of, text};
 use crate::schema::{checkpoints, executions};
 use crate::stmt::Stmt;
 use caf_core::format::{Checkpoint, CheckpointReason};
+use caf_core::ExecutionStatus;
 use diesel::prelude::*;
 
-/// The status of an execution whose newest checkpoint was taken for `reason`.
-pub(crate) fn status_of(reason: &str) -> &'static str {
-    match reason.parse::<CheckpointReason>() {
-        Ok(CheckpointReason::Completed) => "completed",
-        Ok(CheckpointReason::Error) => "failed",
-        Ok(CheckpointReason::Paused) => "paused",
-        _ => "running",
-    }
+/// The status of an execution whose newest checkpoint was taken for `reason` (as stored).
+pub(crate) fn status_of(reason: &str) -> ExecutionStatus {
+    reason
+        .parse::<CheckpointReason>()
+        .map_or(ExecutionStatus::Running, |r| {
+            ExecutionStatus::from_reason(&r)
+        })
+}
+
+/// The status stored in an `executions` row (an unknown text, from a hand edit, reads as
+/// running: nothing says the run ended).
+pub(crate) fn status_from_column(s: &str) -> ExecutionStatus {
+    s.parse().unwrap_or(ExecutionStatus::Running)
 }
 
 /// Creates the execution's row if it has none yet (before its first checkpoint goes in).
@@ -43,7 +49,7 @@ pub(crate) fn ensure_execution(conn: &mut AnyConnection, c: &Checkpoint) -> Resu
                 executions::agent_id.eq(text(&c.agent_id)),
                 executions::task.eq(task_of(c)),
                 executions::started_at.eq(c.timestamp.as_micros()),
-                executions::status.eq("running"),
+                executions::status.eq(ExecutionStatus::Running.as_str()),
             ))
             .execute(conn)
             .map_err(fail("creating it"))?;
@@ -58,8 +64,8 @@ pub(crate) fn saved_into_execution(conn: &mut AnyConnection, c: &Checkpoint) -> 
     let id = c.execution_id.as_str();
     let fail = |what: &str| SqlError::query(backend, format!("execution {id}: {what}"));
     let at = c.timestamp.as_micros();
-    let status = status_of(c.metadata.checkpoint_reason.as_str());
-    let completed_at = matches!(status, "completed" | "failed").then_some(at);
+    let status = ExecutionStatus::from_reason(&c.metadata.checkpoint_reason);
+    let completed_at = status.is_finished().then_some(at);
     let newest = Stmt::new(
         "UPDATE executions SET agent_id = ?, task = ?, status = ?, completed_at = ?, \
          last_checkpoint_id = ?, last_checkpoint_at = ?, \
@@ -69,7 +75,7 @@ pub(crate) fn saved_into_execution(conn: &mut AnyConnection, c: &Checkpoint) -> 
     )
     .text(text(&c.agent_id))
     .text(task_of(c))
-    .text(status)
+    .text(status.as_str())
     .opt_int(completed_at)
     .text(c.id.as_str())
     .int(at)
@@ -97,7 +103,8 @@ pub(crate) fn saved_into_execution(conn: &mut AnyConnection, c: &Checkpoint) -> 
 pub(crate) fn refresh_execution(conn: &mut AnyConnection, id: &str) -> Result<()> {
     let backend = conn.backend();
     let fail = |what: &str| SqlError::query(backend, format!("execution {id}: {what}"));
-    let newest: Option<(String, i64, String, String, i64, i64)> = checkpoints::table
+    type Newest = (String, i64, String, String, i64, i64, String);
+    let newest: Option<Newest> = checkpoints::table
         .select((
             checkpoints::id,
             checkpoints::timestamp,
@@ -105,13 +112,14 @@ pub(crate) fn refresh_execution(conn: &mut AnyConnection, id: &str) -> Result<()
             checkpoints::agent_id,
             checkpoints::line_id,
             checkpoints::seq,
+            checkpoints::rest,
         ))
         .filter(checkpoints::execution_id.eq(id))
         .order((checkpoints::timestamp.desc(), checkpoints::id.desc()))
         .first(conn)
         .optional()
         .map_err(fail("finding its newest checkpoint"))?;
-    let Some((newest_id, at, reason, agent, line, seq)) = newest else {
+    let Some((newest_id, at, reason, agent, line, seq, rest)) = newest else {
         diesel::delete(executions::table.filter(executions::id.eq(id)))
             .execute(conn)
             .map_err(fail("deleting it"))?;
@@ -122,16 +130,19 @@ pub(crate) fn refresh_execution(conn: &mut AnyConnection, id: &str) -> Result<()
         .select(diesel::dsl::min(checkpoints::timestamp))
         .first(conn)
         .map_err(fail("finding its oldest checkpoint"))?;
-    let task = task_at(conn, line, seq).map_err(fail("reading its task"))?;
+    let task = match crate::rows::task_in_rest(&rest) {
+        Some(task) => task,
+        None => task_at(conn, line, seq).map_err(fail("reading its task"))?,
+    };
     let status = status_of(&reason);
-    let completed_at = matches!(status, "completed" | "failed").then_some(at);
+    let completed_at = status.is_finished().then_some(at);
     diesel::update(executions::table.filter(executions::id.eq(id)))
         .set((
             executions::agent_id.eq(agent),
             executions::task.eq(task),
             executions::started_at.eq(started.unwrap_or(at)),
             executions::completed_at.eq(completed_at),
-            executions::status.eq(status),
+            executions::status.eq(status.as_str()),
             executions::last_checkpoint_id.eq(Some(newest_id)),
             executions::last_checkpoint_at.eq(Some(at)),
         ))

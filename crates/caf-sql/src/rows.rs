@@ -11,8 +11,8 @@
 use crate::entries::Parts;
 use crate::schema::checkpoints;
 use caf_core::format::{
-    Branch, Checkpoint, CheckpointReason, CompletedStep, Context, JsonObject, Metadata, Progress,
-    Snapshot, Thought, ThoughtChain, ToolCall, ToolState,
+    Branch, Checkpoint, CheckpointReason, CompletedStep, Context, JsonObject, LastError, Metadata,
+    PlanStep, Progress, Snapshot, Thought, ThoughtChain, ToolCall, ToolState,
 };
 use caf_core::{CheckpointId, CheckpointSummary, ExecutionId, Timestamp};
 use diesel::prelude::*;
@@ -103,7 +103,7 @@ struct RestOut<'a> {
     last_call_id: Option<&'a str>,
     metadata: MetaOut<'a>,
     parts: BTreeMap<&'static str, u64>,
-    progress: ProgressOut,
+    progress: ProgressOut<'a>,
 }
 
 fn is_empty(m: &&JsonObject) -> bool {
@@ -123,9 +123,15 @@ struct MetaOut<'a> {
 }
 
 #[derive(Serialize)]
-struct ProgressOut {
+struct ProgressOut<'a> {
     iterations_completed: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    last_error: Option<&'a LastError>,
+    #[serde(skip_serializing_if = "<[PlanStep]>::is_empty")]
+    plan: &'a [PlanStep],
     step_number: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    task: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     total_steps: Option<u64>,
 }
@@ -165,7 +171,13 @@ struct MetaIn {
 #[serde(deny_unknown_fields)]
 struct ProgressIn {
     iterations_completed: u64,
+    #[serde(default)]
+    last_error: Option<LastError>,
+    #[serde(default)]
+    plan: Vec<PlanStep>,
     step_number: u64,
+    #[serde(default)]
+    task: Option<String>,
     #[serde(default)]
     total_steps: Option<u64>,
 }
@@ -186,18 +198,33 @@ fn rest_of(c: &Checkpoint) -> String {
         parts: crate::entries::counts(s),
         progress: ProgressOut {
             iterations_completed: s.progress.iterations_completed,
+            last_error: s.progress.last_error.as_ref(),
+            plan: &s.progress.plan,
             step_number: s.progress.step_number,
+            task: s.progress.task.as_deref(),
             total_steps: s.progress.total_steps,
         },
     })
 }
 
-/// The task of an execution as a checkpoint tells it: `context.variables.task` when a string.
+/// The task of an execution as a checkpoint tells it: `progress.task`, else
+/// `context.variables.task` when a string.
 pub(crate) fn task_of(c: &Checkpoint) -> String {
+    if let Some(task) = &c.snapshot.progress.task {
+        return text(task).into_owned();
+    }
     match c.snapshot.context.variables.get("task") {
         Some(serde_json::Value::String(s)) => text(s).into_owned(),
         _ => String::new(),
     }
+}
+
+/// `progress.task` of a stored `rest` column, if it has one.
+pub(crate) fn task_in_rest(rest: &str) -> Option<String> {
+    let v: serde_json::Value = serde_json::from_str(rest).ok()?;
+    v.pointer("/progress/task")
+        .and_then(serde_json::Value::as_str)
+        .map(|t| text(t).into_owned())
 }
 
 /// A `checkpoints` row.
@@ -344,8 +371,11 @@ impl CheckpointRow {
                 progress: Progress {
                     completed_steps,
                     iterations_completed: rest.progress.iterations_completed,
+                    last_error: rest.progress.last_error,
                     pending_steps: parts.pending_steps,
+                    plan: rest.progress.plan,
                     step_number: rest.progress.step_number,
+                    task: rest.progress.task,
                     total_steps: rest.progress.total_steps,
                 },
                 thought_chain: ThoughtChain {

@@ -300,7 +300,11 @@ pub(crate) fn load_in_tx(
         },
         entries::LoadError::Damaged(m) => damaged(m),
     })?;
-    row.into_checkpoint(rest, thoughts, calls, steps, parts)
+    let stored = row
+        .into_checkpoint(rest, thoughts, calls, steps, parts)
+        .map_err(|d| damaged(d.0))?;
+    // A row written by an older caf holds an older format version: it loads as the current one.
+    caf_core::format::upgrade(stored)
         .map(Some)
-        .map_err(|d| damaged(d.0))
+        .map_err(|e| damaged(e.to_string()))
 }

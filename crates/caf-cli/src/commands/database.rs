@@ -127,7 +127,7 @@ pub fn print_stats(s: &Stats) {
         t.row(vec![
             (e.execution_id.clone(), CYAN),
             (e.agent_id.clone(), plain),
-            (e.status.clone(), status),
+            (e.status.to_string(), status),
             (e.checkpoints.to_string(), plain),
             (e.thoughts.to_string(), plain),
             (e.tool_calls.to_string(), plain),

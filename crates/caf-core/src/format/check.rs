@@ -1,4 +1,5 @@
-//! Checks of what the type system cannot express: the values the 1.0.0 schema would refuse.
+//! Checks of what the type system cannot express: the values the current schema would refuse,
+//! and what no schema can say (ids unique within a checkpoint, plan dependencies that exist).
 //!
 //! `encode` runs them so that caf never writes a file it could not read back, and `decode` runs
 //! them on the typed result as a second line behind the schema.
@@ -126,6 +127,95 @@ pub fn check(ckpt: &Checkpoint) -> Result<(), EncodeError> {
             );
         }
     }
+    check_unique_ids(ckpt)?;
+    check_plan(ckpt)
+}
+
+/// Two thoughts, two tool calls or two plan steps with one id would make "the thought X"
+/// ambiguous (for diff, resume and the database): the second is refused.
+fn check_unique_ids(ckpt: &Checkpoint) -> Result<(), EncodeError> {
+    fn first_repeat<'a>(ids: impl Iterator<Item = &'a str>) -> Option<(usize, &'a str)> {
+        let mut seen = std::collections::HashSet::new();
+        ids.enumerate().find(|(_, id)| !seen.insert(*id))
+    }
+    let s = &ckpt.snapshot;
+    let lists = [
+        (
+            "/snapshot/thought_chain/thoughts",
+            "thought",
+            first_repeat(s.thought_chain.thoughts.iter().map(|t| t.id.as_str())),
+        ),
+        (
+            "/snapshot/tool_state/calls",
+            "tool call",
+            first_repeat(s.tool_state.calls.iter().map(|c| c.id.as_str())),
+        ),
+        (
+            "/snapshot/progress/plan",
+            "plan step",
+            first_repeat(s.progress.plan.iter().map(|p| p.id.as_str())),
+        ),
+    ];
+    for (list, what, repeat) in lists {
+        if let Some((i, id)) = repeat {
+            return Err(EncodeError::Invalid {
+                pointer: format!("{list}/{i}/id"),
+                message: format!("duplicate {what} id {id:?}: ids must be unique"),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// The plan's steps (1.1.0): safe ids, known dependencies, sane times; and the last error.
+fn check_plan(ckpt: &Checkpoint) -> Result<(), EncodeError> {
+    let progress = &ckpt.snapshot.progress;
+    let bad = |pointer: String, message: String| Err(EncodeError::Invalid { pointer, message });
+    let years_ok =
+        |t: &crate::Timestamp| (0..=9999).contains(&chrono::Datelike::year(&t.as_datetime()));
+    for (i, step) in progress.plan.iter().enumerate() {
+        let p = |f: &str| format!("/snapshot/progress/plan/{i}/{f}");
+        if let Err(e) = crate::id::check_id(&step.id) {
+            return bad(p("id"), format!("plan step id: {e}"));
+        }
+        if step
+            .action
+            .as_ref()
+            .is_some_and(|a| a.is_empty() || a.chars().count() > 256)
+        {
+            return bad(p("action"), "action must be 1 to 256 characters".into());
+        }
+        for (j, d) in step.dependencies.iter().enumerate() {
+            if d == &step.id || !progress.plan.iter().any(|s| &s.id == d) {
+                return bad(
+                    p(&format!("dependencies/{j}")),
+                    format!("dependency {d:?} is not another step of the plan"),
+                );
+            }
+        }
+        for (f, t) in [
+            ("started_at", &step.started_at),
+            ("completed_at", &step.completed_at),
+        ] {
+            if t.as_ref().is_some_and(|t| !years_ok(t)) {
+                return bad(p(f), "year outside 0000-9999".into());
+            }
+        }
+    }
+    if let Some(e) = &progress.last_error {
+        if !years_ok(&e.at) {
+            return bad(
+                "/snapshot/progress/last_error/at".into(),
+                "year outside 0000-9999".into(),
+            );
+        }
+        if let Some(Err(err)) = e.step.as_deref().map(crate::id::check_id) {
+            return bad(
+                "/snapshot/progress/last_error/step".into(),
+                format!("step id: {err}"),
+            );
+        }
+    }
     Ok(())
 }
 
@@ -210,6 +300,14 @@ fn check_depth(c: &Checkpoint) -> Result<(), EncodeError> {
             return Err(too_deep(format!(
                 "/snapshot/progress/completed_steps/{i}/result"
             )));
+        }
+    }
+    for (i, s) in c.snapshot.progress.plan.iter().enumerate() {
+        if s.result.as_ref().is_some_and(|r| !value(r, 5)) {
+            return Err(too_deep(format!("/snapshot/progress/plan/{i}/result")));
+        }
+        if !object(&s.parameters, 5) {
+            return Err(too_deep(format!("/snapshot/progress/plan/{i}/parameters")));
         }
     }
     Ok(())

@@ -164,7 +164,8 @@ fn decode_inner(mut doc: Value, text: Option<&[u8]>) -> Result<Decoded, LoadErro
         Value::Object(m) => m.remove("integrity"),
         _ => None,
     };
-    if version >= semver::Version::new(1, 0, 0) {
+    let rule = super::versions::find(&source_version).map(|v| v.integrity);
+    if rule == Some(super::versions::Integrity::Sha256Canonical) {
         let stored = stored.as_ref().and_then(Value::as_str).unwrap_or_default();
         integrity::verify(&doc, text, stored)?;
     }
@@ -182,6 +183,23 @@ fn decode_inner(mut doc: Value, text: Option<&[u8]>) -> Result<Decoded, LoadErro
 /// The typed checkpoint of a valid current-version document. The schema has already passed, so
 /// a failure here is rare (a counter written as `1.0`, say); it is located with a second, slower
 /// pass that tracks the path.
+/// Brings a checkpoint stored under an older format version (a database row written by an
+/// older caf) to the current version, through the migration steps. A current one is returned as
+/// it is.
+pub fn upgrade(c: Checkpoint) -> Result<Checkpoint, LoadError> {
+    if c.version == CURRENT_VERSION {
+        return Ok(c);
+    }
+    let version = semver::Version::parse(&c.version).map_err(|_| LoadError::MalformedVersion {
+        found: c.version.chars().take(64).collect(),
+    })?;
+    let doc = serde_json::to_value(&c).map_err(|e| LoadError::Invalid {
+        pointer: String::new(),
+        message: e.to_string(),
+    })?;
+    typed(migrate::to_current(&version, doc)?)
+}
+
 fn typed(doc: Value) -> Result<Checkpoint, LoadError> {
     use serde::Deserialize;
     match Checkpoint::deserialize(&doc) {
@@ -218,8 +236,8 @@ fn path_pointer(path: &serde_path_to_error::Path) -> String {
 mod tests {
     use super::*;
     use crate::format::{
-        Branch, CheckpointReason, CompletedStep, Context, Metadata, Progress, Snapshot, Thought,
-        ThoughtChain, ToolCall, ToolState, ToolStatus,
+        Branch, CheckpointReason, CompletedStep, Context, Metadata, PlanStep, Progress, Snapshot,
+        Thought, ThoughtChain, ToolCall, ToolState, ToolStatus,
     };
     use crate::{CheckpointId, ExecutionId, Timestamp};
     use serde_json::json;
@@ -232,7 +250,7 @@ mod tests {
     fn full() -> Checkpoint {
         let t = Timestamp::from_micros(1_738_790_400_123_456);
         Checkpoint {
-            schema: schema::SCHEMA_URL_1_0_0.into(),
+            schema: schema::SCHEMA_URL.into(),
             version: CURRENT_VERSION.into(),
             id: CheckpointId::new("ckpt_full").unwrap(),
             parent_id: Some(CheckpointId::new("ckpt_parent").unwrap()),
@@ -305,6 +323,18 @@ mod tests {
                         completed_at: t,
                     }],
                     pending_steps: vec!["b".into()],
+                    plan: vec![
+                        PlanStep {
+                            status: crate::format::StepStatus::Completed,
+                            ..PlanStep::new("a")
+                        },
+                        PlanStep {
+                            dependencies: vec!["a".into()],
+                            ..PlanStep::new("b")
+                        },
+                    ],
+                    task: Some("t".into()),
+                    last_error: None,
                 },
             },
             extensions: obj(json!({"x_custom": {"note": "kept"}})),
@@ -338,8 +368,24 @@ mod tests {
         );
         let d = decode(&bytes, &Limits::default()).unwrap();
         assert_eq!(d.checkpoint, c);
-        assert_eq!(d.source_version, "1.0.0");
+        assert_eq!(d.source_version, CURRENT_VERSION);
         assert_eq!(encode(&d.checkpoint).unwrap(), bytes);
+    }
+
+    #[test]
+    fn upgrade_brings_an_older_stored_checkpoint_to_the_current_version() {
+        let c = full();
+        let mut old = c.clone();
+        old.version = "1.0.0".into();
+        old.schema = "https://caf.dev/schemas/checkpoint-1.0.0.schema.json".into();
+        assert_eq!(upgrade(old).unwrap(), c);
+        assert_eq!(upgrade(c.clone()).unwrap(), c);
+        let mut odd = c;
+        odd.version = "0.9.0".into();
+        assert!(matches!(
+            upgrade(odd),
+            Err(LoadError::UnknownVersion { .. })
+        ));
     }
 
     #[test]

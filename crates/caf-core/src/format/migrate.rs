@@ -1,34 +1,14 @@
 //! The chain of format migrations.
 //!
-//! Each [`MigrationStep`] turns a document of one version into a document of the next; the chain
-//! is ordered by semver and ends at [`super::CURRENT_VERSION`]. Steps work on JSON values, so a
-//! step never depends on the typed model of a later version. Old schemas and steps are never
-//! edited: a new version adds a schema and a step.
+//! Each registered version ([`super::versions::VERSIONS`]) but the current one has a step to the
+//! next; a document of any known version reaches the current one through every step after it.
+//! Steps work on JSON values, so a step never depends on the typed model of a later version.
+//! Old schemas and steps are never edited: a new version adds a schema and a step.
 
 use super::error::LoadError;
-use super::{v0, CURRENT_VERSION};
+use super::versions::{self, VERSIONS};
+use super::CURRENT_VERSION;
 use serde_json::Value;
-
-/// One step of the chain.
-#[derive(Debug, Clone, Copy)]
-pub struct MigrationStep {
-    /// The version the step reads.
-    pub from: &'static str,
-    /// The version the step writes.
-    pub to: &'static str,
-    /// What it does, in a line.
-    pub summary: &'static str,
-    /// The conversion.
-    pub apply: fn(Value) -> Result<Value, LoadError>,
-}
-
-/// Every registered step, oldest first.
-pub const STEPS: &[MigrationStep] = &[MigrationStep {
-    from: "0.0.1",
-    to: "1.0.0",
-    summary: "TypeScript CAF / seed format to caf 1.0.0: RFC 3339 times, lineage from parent, open reasons mapped, unknown fields kept in extensions",
-    apply: v0::migrate_to_1_0_0,
-}];
 
 /// The current (newest) version.
 pub fn current() -> semver::Version {
@@ -37,25 +17,28 @@ pub fn current() -> semver::Version {
 
 /// Every version caf can read, oldest first.
 pub fn known_versions() -> Vec<&'static str> {
-    let mut v: Vec<&'static str> = STEPS.iter().map(|s| s.from).collect();
-    v.push(CURRENT_VERSION);
-    v
+    versions::known()
 }
 
 /// Applies the steps that lead from `version` to the current version.
-pub fn to_current(version: &semver::Version, mut doc: Value) -> Result<Value, LoadError> {
-    let mut at = version.to_string();
-    while at != CURRENT_VERSION {
-        let step =
-            STEPS
-                .iter()
-                .find(|s| s.from == at)
-                .ok_or_else(|| LoadError::UnknownVersion {
-                    found: at.clone(),
-                    known: known_versions().join(", "),
-                })?;
-        doc = (step.apply)(doc)?;
-        at = step.to.to_string();
+pub fn to_current(version: &semver::Version, doc: Value) -> Result<Value, LoadError> {
+    steps(version, CURRENT_VERSION, doc)
+}
+
+/// Applies the steps that lead from `version` to `to` (an older or equal known version leaves
+/// the document as it is). The golden tests use it to compare what one step produces.
+pub fn steps(version: &semver::Version, to: &str, mut doc: Value) -> Result<Value, LoadError> {
+    let unknown = |found: String| LoadError::UnknownVersion {
+        found,
+        known: known_versions().join(", "),
+    };
+    let from = version.to_string();
+    let start = versions::position(&from).ok_or_else(|| unknown(from.clone()))?;
+    let end = versions::position(to).ok_or_else(|| unknown(to.to_string()))?;
+    for v in VERSIONS.iter().take(end).skip(start) {
+        if let Some(step) = v.upgrade {
+            doc = (step.apply)(doc)?;
+        }
     }
     Ok(doc)
 }
@@ -90,21 +73,6 @@ pub fn infer_parents(items: &mut [super::Decoded]) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn chain_is_ordered_and_ends_at_current() {
-        let mut prev: Option<semver::Version> = None;
-        for s in STEPS {
-            let from = semver::Version::parse(s.from).unwrap();
-            let to = semver::Version::parse(s.to).unwrap();
-            assert!(from < to, "{} -> {}", s.from, s.to);
-            if let Some(p) = prev {
-                assert_eq!(p, from, "steps must chain");
-            }
-            prev = Some(to);
-        }
-        assert_eq!(prev.unwrap().to_string(), CURRENT_VERSION);
-    }
 
     fn seed(id: &str, exec: &str, ms: i64) -> super::super::Decoded {
         let mut doc: Value = serde_json::from_str(include_str!(

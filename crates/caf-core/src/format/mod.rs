@@ -10,17 +10,21 @@ pub mod migrate;
 mod model;
 pub mod schema;
 mod v0;
+mod v1_0_0;
+pub mod versions;
 
 pub use check::check;
-pub use codec::{decode, decode_value, encode, parse, version_of, Decoded, Limits, MAX_DEPTH_CAP};
+pub use codec::{
+    decode, decode_value, encode, parse, upgrade, version_of, Decoded, Limits, MAX_DEPTH_CAP,
+};
 pub use error::{EncodeError, LoadError, Violation};
 pub use integrity::of_value as integrity_of;
 pub(crate) use model::present;
 pub use model::{
     is_snake_word, BadReason, Branch, Checkpoint, CheckpointReason, CompletedStep, Context,
-    JsonObject, Metadata, Progress, Snapshot, Thought, ThoughtChain, ToolCall, ToolState,
-    ToolStatus,
+    JsonObject, LastError, Metadata, PlanStep, Progress, Snapshot, StepStatus, Thought,
+    ThoughtChain, ToolCall, ToolState, ToolStatus,
 };
 
 /// The format version caf writes.
-pub const CURRENT_VERSION: &str = "1.0.0";
+pub const CURRENT_VERSION: &str = versions::CURRENT.version;

@@ -385,6 +385,117 @@ pub struct ToolCall {
     pub tool_id: String,
 }
 
+/// The status of a plan step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StepStatus {
+    /// Not started.
+    Pending,
+    /// Started, not finished (a crash leaves steps in this state).
+    Running,
+    /// Done.
+    Completed,
+    /// Failed (after its retries).
+    Failed,
+    /// Not to be run.
+    Skipped,
+}
+
+impl StepStatus {
+    /// The status as the format writes it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Pending => "pending",
+            Self::Running => "running",
+            Self::Completed => "completed",
+            Self::Failed => "failed",
+            Self::Skipped => "skipped",
+        }
+    }
+
+    /// Whether nothing remains to do for the step (completed or skipped).
+    pub fn is_done(self) -> bool {
+        matches!(self, Self::Completed | Self::Skipped)
+    }
+}
+
+/// One step of the plan (1.1.0).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PlanStep {
+    /// What the step does (a tool or routine name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub action: Option<String>,
+    /// How many times it was started.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub attempts: u64,
+    /// When it finished (completed, failed or skipped).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub completed_at: Option<Timestamp>,
+    /// The ids of the steps that must be done before it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dependencies: Vec<String>,
+    /// What the step is for, in words.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Why it failed, if it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Its id, unique in the plan.
+    pub id: String,
+    /// Its parameters.
+    #[serde(default, skip_serializing_if = "is_empty_object")]
+    pub parameters: JsonObject,
+    /// What it produced.
+    #[serde(
+        default,
+        deserialize_with = "present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub result: Option<Value>,
+    /// When it was last started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<Timestamp>,
+    /// Where it stands.
+    pub status: StepStatus,
+}
+
+impl PlanStep {
+    /// A pending step.
+    pub fn new(id: impl Into<String>) -> Self {
+        Self {
+            action: None,
+            attempts: 0,
+            completed_at: None,
+            dependencies: Vec::new(),
+            description: None,
+            error: None,
+            id: id.into(),
+            parameters: JsonObject::new(),
+            result: None,
+            started_at: None,
+            status: StepStatus::Pending,
+        }
+    }
+}
+
+/// The last error of a run (1.1.0).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LastError {
+    /// When.
+    pub at: Timestamp,
+    /// What went wrong.
+    pub message: String,
+    /// The plan step that failed, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step: Option<String>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
 /// Progress through the plan.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -394,10 +505,21 @@ pub struct Progress {
     /// Loop iterations completed (agents that loop rather than follow a plan).
     #[serde(default)]
     pub iterations_completed: u64,
-    /// The plan steps still to do, in order: the remaining steps on resume.
+    /// The last error of the run, if a step failed (1.1.0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<LastError>,
+    /// The plan steps still to do, in order: the remaining steps on resume. With a `plan`, the
+    /// ids of its steps not yet completed or skipped.
     pub pending_steps: Vec<String>,
+    /// The plan (1.1.0): each step with its id, action, parameters, status and dependencies.
+    /// When present it is the authority on what is done and what remains.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub plan: Vec<PlanStep>,
     /// The number of steps done (the next step to run has this index).
     pub step_number: u64,
+    /// The run's query or task, as given to the agent (1.1.0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<String>,
     /// How many steps the whole task has, or is estimated to have.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub total_steps: Option<u64>,
@@ -452,7 +574,7 @@ impl Checkpoint {
         reason: CheckpointReason,
     ) -> Self {
         Self {
-            schema: super::schema::SCHEMA_URL_1_0_0.to_string(),
+            schema: super::schema::SCHEMA_URL.to_string(),
             agent_id: agent_id.into(),
             execution_id,
             extensions: JsonObject::new(),

@@ -1,24 +1,16 @@
 //! The JSON Schemas of every format version, embedded, compiled once, and applied on load.
 
 use super::error::Violation;
+use super::versions::{self, VERSIONS};
 use serde_json::Value;
 use std::sync::OnceLock;
 
-/// The schema of format 1.0.0 (`schemas/checkpoint-1.0.0.schema.json`).
-pub const SCHEMA_1_0_0: &str = include_str!("../../../../schemas/checkpoint-1.0.0.schema.json");
-/// The schema of format 0.0.1, both dialects (`schemas/checkpoint-0.0.1.schema.json`).
-pub const SCHEMA_0_0_1: &str = include_str!("../../../../schemas/checkpoint-0.0.1.schema.json");
+/// The `$schema` URL of the current version.
+pub const SCHEMA_URL: &str = versions::CURRENT.schema_url;
 
-/// The `$id` (and `$schema` value of documents) of format 1.0.0.
-pub const SCHEMA_URL_1_0_0: &str = "https://caf.dev/schemas/checkpoint-1.0.0.schema.json";
-
-/// The text of the schema for `version`, if there is one.
+/// The schema text of a version, if it is known.
 pub fn schema_text(version: &str) -> Option<&'static str> {
-    match version {
-        "1.0.0" => Some(SCHEMA_1_0_0),
-        "0.0.1" => Some(SCHEMA_0_0_1),
-        _ => None,
-    }
+    versions::find(version).map(|v| v.schema)
 }
 
 fn compile(text: &str) -> jsonschema::Validator {
@@ -30,14 +22,12 @@ fn compile(text: &str) -> jsonschema::Validator {
         .expect("embedded schema compiles")
 }
 
+/// The compiled validator of a version, built on first use.
 fn validator(version: &str) -> Option<&'static jsonschema::Validator> {
-    static V1: OnceLock<jsonschema::Validator> = OnceLock::new();
-    static V0: OnceLock<jsonschema::Validator> = OnceLock::new();
-    match version {
-        "1.0.0" => Some(V1.get_or_init(|| compile(SCHEMA_1_0_0))),
-        "0.0.1" => Some(V0.get_or_init(|| compile(SCHEMA_0_0_1))),
-        _ => None,
-    }
+    const N: usize = VERSIONS.len();
+    static COMPILED: [OnceLock<jsonschema::Validator>; N] = [const { OnceLock::new() }; N];
+    let i = versions::position(version)?;
+    Some(COMPILED[i].get_or_init(|| compile(VERSIONS[i].schema)))
 }
 
 /// Validates `doc` against the schema of `version`: every violation, or none.
@@ -65,27 +55,18 @@ mod tests {
     use super::*;
 
     #[test]
-    fn embedded_schemas_compile_and_name_themselves() {
-        for (version, text) in [("1.0.0", SCHEMA_1_0_0), ("0.0.1", SCHEMA_0_0_1)] {
-            let doc: Value = serde_json::from_str(text).unwrap();
-            assert_eq!(
-                doc["$schema"],
-                "https://json-schema.org/draft/2020-12/schema"
-            );
-            assert!(doc["$id"].as_str().unwrap().contains(version));
-            assert!(validator(version).is_some());
+    fn every_registered_schema_compiles() {
+        for v in VERSIONS {
+            assert!(validator(v.version).is_some(), "{}", v.version);
         }
-        assert_eq!(
-            serde_json::from_str::<Value>(SCHEMA_1_0_0).unwrap()["$id"],
-            SCHEMA_URL_1_0_0
-        );
+        assert!(validator("9.9.9").is_none());
     }
 
     #[test]
     fn reports_pointer_of_violation() {
         let v = validate(
-            "1.0.0",
-            &serde_json::json!({"version": "1.0.0", "id": "../x"}),
+            "1.1.0",
+            &serde_json::json!({"version": "1.1.0", "id": "../x"}),
         )
         .unwrap();
         assert!(v.iter().any(|v| v.pointer == "/id"), "{v:?}");
