@@ -35,6 +35,7 @@
 
 pub mod clock;
 pub mod diff;
+pub mod duration;
 pub mod error;
 pub mod format;
 pub mod id;
