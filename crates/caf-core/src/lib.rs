@@ -40,6 +40,7 @@ pub mod error;
 pub mod format;
 pub mod id;
 pub mod manager;
+pub mod retention;
 pub mod runtime;
 pub mod store;
 pub mod workload;
@@ -52,6 +53,7 @@ pub use format::{
 };
 pub use id::{CheckpointId, ExecutionId, IdError};
 pub use manager::{CheckpointManager, CheckpointOptions, Restored};
+pub use retention::{plan, Condemned, Kept, PrunePlan, RetentionPolicy, Tier};
 pub use runtime::{Event, RuntimeState};
 pub use store::{CheckpointStore, CheckpointSummary, FileStore, ListFilter, MemoryStore};
 
