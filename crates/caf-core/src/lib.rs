@@ -34,6 +34,7 @@
 //! ```
 
 pub mod clock;
+pub mod config;
 pub mod diff;
 pub mod duration;
 pub mod error;
@@ -46,6 +47,7 @@ pub mod store;
 pub mod workload;
 
 pub use clock::{Clock, SystemClock, Timestamp};
+pub use config::{Config, ConfigError, RetentionConfig};
 pub use diff::{diff, CheckpointDiff};
 pub use error::{Error, Result};
 pub use format::{
