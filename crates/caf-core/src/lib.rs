@@ -34,11 +34,14 @@
 //! ```
 
 pub mod clock;
+pub mod config;
 pub mod diff;
+pub mod duration;
 pub mod error;
 pub mod format;
 pub mod id;
 pub mod manager;
+pub mod retention;
 pub mod runtime;
 pub mod status;
 pub mod store;
@@ -47,6 +50,7 @@ pub mod transfer;
 pub mod workload;
 
 pub use clock::{Clock, SystemClock, Timestamp};
+pub use config::{Config, ConfigError, RetentionConfig};
 pub use diff::{diff, CheckpointDiff};
 pub use error::{Error, Result};
 pub use format::{
@@ -54,6 +58,7 @@ pub use format::{
 };
 pub use id::{CheckpointId, ExecutionId, IdError};
 pub use manager::{CheckpointManager, CheckpointOptions, Restored};
+pub use retention::{plan, Condemned, Kept, PrunePlan, RetentionPolicy, Tier};
 pub use runtime::{Event, RuntimeState};
 pub use status::ExecutionStatus;
 pub use store::{CheckpointStore, CheckpointSummary, FileStore, ListFilter, MemoryStore};

@@ -13,6 +13,7 @@ pub const DEFAULT_MAX_PER_EXECUTION: usize = 10;
 #[derive(Default)]
 struct Inner {
     by_id: HashMap<CheckpointId, (Checkpoint, CheckpointSummary)>,
+    /// Each execution's ids in save order, first saved first.
     by_execution: HashMap<ExecutionId, Vec<CheckpointId>>,
 }
 
@@ -20,8 +21,10 @@ struct Inner {
 ///
 /// - Saving stores a copy and loading returns a copy, so callers can never change what is stored.
 /// - Each execution keeps at most `max_per_execution` checkpoints (default 10); saving one more
-///   evicts the oldest (first in, first out).
-/// - Saving an existing id replaces it in place.
+///   evicts the one saved first (first in, first out). Eviction follows save order, not
+///   timestamps: a checkpoint whose save returned `Ok` is never evicted by that same save, even
+///   if its timestamp is older than every other.
+/// - Saving an existing id replaces it in place and keeps its place in the save order.
 /// - Checkpoints are checked as a file store would check them: one the format cannot hold is
 ///   refused.
 pub struct MemoryStore {
@@ -97,21 +100,17 @@ impl CheckpointStore for MemoryStore {
                 .or_default()
                 .push(checkpoint.id.clone());
         }
-        // Evict the oldest beyond the limit.
-        let ids = inner
-            .by_execution
-            .get(&checkpoint.execution_id)
-            .cloned()
-            .unwrap_or_default();
-        if ids.len() > self.max_per_execution {
-            let mut summaries: Vec<CheckpointSummary> = ids
-                .iter()
-                .filter_map(|id| inner.by_id.get(id).map(|(_, s)| s.clone()))
-                .collect();
-            summaries.sort_by(CheckpointSummary::newest_first);
-            for old in summaries.iter().skip(self.max_per_execution) {
-                inner.remove(&old.id);
+        // Evict the first saved beyond the limit: `by_execution` holds ids in save order.
+        let evicted: Vec<CheckpointId> = match inner.by_execution.get_mut(&checkpoint.execution_id)
+        {
+            Some(ids) if ids.len() > self.max_per_execution => {
+                let excess = ids.len() - self.max_per_execution;
+                ids.drain(..excess).collect()
             }
+            _ => Vec::new(),
+        };
+        for id in &evicted {
+            inner.by_id.remove(id);
         }
         Ok(summary)
     }
@@ -150,5 +149,61 @@ impl CheckpointStore for MemoryStore {
             inner.by_id.remove(id);
         }
         Ok(ids.len())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::Timestamp;
+    use crate::format::CheckpointReason;
+
+    fn save(store: &MemoryStore, id: &str, millis: i64) -> Result<CheckpointSummary> {
+        let c = Checkpoint::new(
+            CheckpointId::new(id)?,
+            ExecutionId::new("exec")?,
+            "agent",
+            Timestamp::from_millis(millis),
+            CheckpointReason::Manual,
+        );
+        store.save(&c)
+    }
+
+    fn listed(store: &MemoryStore) -> Vec<String> {
+        store
+            .list(&ListFilter::default())
+            .unwrap_or_default()
+            .into_iter()
+            .map(|s| s.id.to_string())
+            .collect()
+    }
+
+    #[test]
+    fn evicts_in_save_order_not_timestamp_order() -> Result<()> {
+        let store = MemoryStore::with_max_per_execution(3);
+        save(&store, "c_10", 10)?;
+        save(&store, "c_20", 20)?;
+        save(&store, "c_30", 30)?;
+        // Saved last with the oldest timestamp (a clock that went back, an imported file):
+        // FIFO evicts the first saved, never the checkpoint that was just saved.
+        save(&store, "c_05", 5)?;
+        assert!(store.load(&CheckpointId::new("c_05")?).is_ok());
+        assert!(store.load(&CheckpointId::new("c_10")?).is_err());
+        assert_eq!(listed(&store), ["c_30", "c_20", "c_05"]);
+        // The next save evicts the next first saved.
+        save(&store, "c_01", 1)?;
+        assert_eq!(listed(&store), ["c_30", "c_05", "c_01"]);
+        Ok(())
+    }
+
+    #[test]
+    fn replacing_keeps_the_save_position() -> Result<()> {
+        let store = MemoryStore::with_max_per_execution(2);
+        save(&store, "a", 1)?;
+        save(&store, "b", 2)?;
+        save(&store, "a", 3)?; // replaced in place: still the first saved
+        save(&store, "c", 4)?;
+        assert_eq!(listed(&store), ["c", "b"]);
+        Ok(())
     }
 }

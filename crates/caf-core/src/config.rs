@@ -1,0 +1,338 @@
+//! [`Config`]: a checkpoint directory's settings, read from `DIR/caf.toml`.
+//!
+//! ```toml
+//! [retention]
+//! keep_last = 50          # per execution
+//! max_age = "30d"
+//! protect_labels = ["keep"]
+//! auto_prune = false      # prune after each save (opt-in)
+//!
+//! [[retention.tiers]]     # all of the last hour
+//! within = "1h"
+//!
+//! [[retention.tiers]]     # then one per hour for a day
+//! within = "1d"
+//! every = "1h"
+//! max_per_execution = 24  # optional
+//! ```
+//!
+//! Every key is optional; an absent file means the defaults, which delete nothing. A key caf
+//! does not know is refused (a misspelt `keep_lats` must not silently keep everything), with
+//! the file, the line and the key in the message. Tiers must reach strictly further one after
+//! another and have durations longer than zero ([`check_tiers`]).
+//!
+//! Command-line flags override single fields through [`RetentionPolicy::with_overrides`].
+//!
+//! ```
+//! use caf_core::config::Config;
+//!
+//! let config = Config::parse("[retention]\nkeep_last = 5\n", "caf.toml".as_ref()).unwrap();
+//! let policy = config.retention.policy().with_overrides(None, Some("30d".parse().unwrap()), None);
+//! assert_eq!(policy.keep_last, Some(5));
+//! assert_eq!(policy.max_age.map(|d| d.to_string()).as_deref(), Some("30d"));
+//! assert!(Config::parse("[retention]\nkeep_lats = 5\n", "caf.toml".as_ref()).is_err());
+//! ```
+
+use crate::duration::Duration;
+use crate::retention::{check_tiers, RetentionPolicy, Tier, TierError};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+/// The name of the configuration file in a checkpoint directory.
+pub const CONFIG_FILE: &str = "caf.toml";
+
+/// A checkpoint directory's settings (`DIR/caf.toml`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct Config {
+    /// The `[retention]` table: what `caf prune` (and automatic pruning) keeps.
+    #[serde(default)]
+    pub retention: RetentionConfig,
+}
+
+/// The `[retention]` table.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+#[non_exhaustive]
+pub struct RetentionConfig {
+    /// Per execution, keep this many of the newest checkpoints.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub keep_last: Option<usize>,
+    /// Delete checkpoints older than this.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_age: Option<Duration>,
+    /// Checkpoints carrying any of these labels are always kept (default `["keep"]`).
+    pub protect_labels: Vec<String>,
+    /// Prune after each save (default `false`). The library only carries the setting; the
+    /// code that saves decides whether to honour it.
+    pub auto_prune: bool,
+    /// Thinning by age, finest first (`[[retention.tiers]]` tables).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tiers: Vec<Tier>,
+}
+
+impl Default for RetentionConfig {
+    fn default() -> Self {
+        let RetentionPolicy {
+            keep_last,
+            max_age,
+            tiers,
+            protect_labels,
+        } = RetentionPolicy::default();
+        Self {
+            keep_last,
+            max_age,
+            protect_labels,
+            auto_prune: false,
+            tiers,
+        }
+    }
+}
+
+impl RetentionConfig {
+    /// The retention policy this table describes.
+    pub fn policy(&self) -> RetentionPolicy {
+        RetentionPolicy {
+            keep_last: self.keep_last,
+            max_age: self.max_age,
+            tiers: self.tiers.clone(),
+            protect_labels: self.protect_labels.clone(),
+        }
+    }
+}
+
+/// Why a configuration file could not be used.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// The file exists but could not be read.
+    #[error("{}: {source}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The file is not valid TOML, has a key caf does not know, or a value of the wrong kind.
+    #[error("{}{}: {message}", path.display(), position(*line, *column))]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// The line (from 1), when the parser points at one.
+        line: Option<usize>,
+        /// The column (from 1, in characters), when the parser points at one.
+        column: Option<usize>,
+        /// What is wrong, naming the key (`unknown field `keep_lats`, expected one of …`).
+        message: String,
+    },
+    /// The `[[retention.tiers]]` do not make sense.
+    #[error("{}: [[retention.tiers]]: {source}", path.display())]
+    Tiers {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: TierError,
+    },
+}
+
+/// `:line:column` (or `:line`, or nothing) for an error message.
+fn position(line: Option<usize>, column: Option<usize>) -> String {
+    match (line, column) {
+        (Some(line), Some(column)) => format!(":{line}:{column}"),
+        (Some(line), None) => format!(":{line}"),
+        _ => String::new(),
+    }
+}
+
+impl Config {
+    /// The path of the configuration file of checkpoint directory `dir`.
+    pub fn path(dir: &Path) -> PathBuf {
+        dir.join(CONFIG_FILE)
+    }
+
+    /// Reads `dir/caf.toml`; the defaults if there is no such file.
+    pub fn load(dir: &Path) -> Result<Config, ConfigError> {
+        let path = Self::path(dir);
+        match std::fs::read_to_string(&path) {
+            Ok(text) => Self::parse(&text, &path),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Config::default()),
+            Err(source) => Err(ConfigError::Read { path, source }),
+        }
+    }
+
+    /// Parses the text of a configuration file; `path` is only used in errors.
+    pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigError> {
+        let config: Config = toml::from_str(text).map_err(|e| {
+            let (line, column) = e
+                .span()
+                .and_then(|span| text.get(..span.start))
+                .map(|before| {
+                    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+                    (
+                        Some(before.matches('\n').count() + 1),
+                        Some(before[line_start..].chars().count() + 1),
+                    )
+                })
+                .unwrap_or((None, None));
+            ConfigError::Parse {
+                path: path.to_path_buf(),
+                line,
+                column,
+                message: e.message().trim_end().to_string(),
+            }
+        })?;
+        check_tiers(&config.retention.tiers).map_err(|source| ConfigError::Tiers {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Ok(config)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Config, ConfigError> {
+        Config::parse(text, Path::new("dir/caf.toml"))
+    }
+
+    #[test]
+    fn reads_the_documented_example() {
+        let config = parse(
+            r#"
+[retention]
+keep_last = 50          # per execution
+max_age = "30d"
+protect_labels = ["keep", "release"]
+auto_prune = true
+
+[[retention.tiers]]
+within = "1h"
+
+[[retention.tiers]]
+within = "1d"
+every = "1h"
+max_per_execution = 24
+"#,
+        )
+        .unwrap();
+        let r = &config.retention;
+        assert_eq!(r.keep_last, Some(50));
+        assert_eq!(r.max_age, Some(Duration::from_days(30)));
+        assert!(r.auto_prune);
+        assert_eq!(
+            r.policy(),
+            RetentionPolicy {
+                keep_last: Some(50),
+                max_age: Some(Duration::from_days(30)),
+                tiers: vec![
+                    Tier::all(Duration::from_hours(1)),
+                    Tier::every(Duration::from_days(1), Duration::from_hours(1)).at_most(24),
+                ],
+                protect_labels: vec!["keep".into(), "release".into()],
+            }
+        );
+    }
+
+    #[test]
+    fn absent_keys_and_files_mean_the_defaults() {
+        assert_eq!(parse("").unwrap(), Config::default());
+        assert_eq!(parse("[retention]\n").unwrap(), Config::default());
+        let defaults = Config::default().retention;
+        assert_eq!(defaults.policy(), RetentionPolicy::default());
+        assert!(!defaults.auto_prune);
+        assert!(!defaults.policy().has_rules());
+
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(Config::load(dir.path()).unwrap(), Config::default());
+        assert_eq!(
+            Config::load(&dir.path().join("missing")).unwrap(),
+            Config::default()
+        );
+        std::fs::write(Config::path(dir.path()), "[retention]\nkeep_last = 3\n").unwrap();
+        assert_eq!(
+            Config::load(dir.path()).unwrap().retention.keep_last,
+            Some(3)
+        );
+    }
+
+    #[test]
+    fn unknown_keys_are_refused_with_file_line_and_key() {
+        for (text, key, line) in [
+            ("[retention]\nkeep_lats = 5\n", "keep_lats", 2),
+            ("[retension]\nkeep_last = 5\n", "retension", 1),
+            (
+                "[retention]\n[[retention.tiers]]\nwithin = \"1h\"\nevery_ = \"1m\"\n",
+                "every_",
+                4,
+            ),
+        ] {
+            let err = parse(text).unwrap_err();
+            let ConfigError::Parse {
+                ref path,
+                line: Some(at),
+                ref message,
+                ..
+            } = err
+            else {
+                panic!("{err:?}");
+            };
+            assert_eq!(path, Path::new("dir/caf.toml"));
+            assert_eq!(at, line, "{text:?}: {message}");
+            let shown = err.to_string();
+            assert!(
+                shown.starts_with(&format!("dir/caf.toml:{line}:"))
+                    && shown.contains(&format!(": unknown field `{key}`, expected ")),
+                "{shown}"
+            );
+        }
+    }
+
+    #[test]
+    fn bad_values_are_refused() {
+        let err = parse("[retention]\nmax_age = \"30 days\"\n").unwrap_err();
+        let shown = err.to_string();
+        assert!(shown.starts_with("dir/caf.toml:2:"), "{shown}");
+        assert!(shown.contains("s, m, h, d, w"), "{shown}");
+        assert!(parse("[retention]\nkeep_last = -1\n").is_err());
+        assert!(parse("[retention]\nauto_prune = \"yes\"\n").is_err());
+        assert!(parse("[retention\n").is_err());
+        assert!(parse("[[retention.tiers]]\nevery = \"1h\"\n").is_err());
+
+        let err =
+            parse("[[retention.tiers]]\nwithin = \"1d\"\n[[retention.tiers]]\nwithin = \"1h\"\n")
+                .unwrap_err();
+        assert!(matches!(
+            err,
+            ConfigError::Tiers {
+                source: TierError::NotIncreasing { tier: 2, .. },
+                ..
+            }
+        ));
+        assert_eq!(
+            err.to_string(),
+            "dir/caf.toml: [[retention.tiers]]: tier 2 (1h:all) must reach further than the one \
+             before it (1d)"
+        );
+        assert!(matches!(
+            parse("[[retention.tiers]]\nwithin = \"1d\"\nevery = \"0s\"\n"),
+            Err(ConfigError::Tiers {
+                source: TierError::Zero { tier: 1, .. },
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn an_unreadable_file_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(Config::path(dir.path())).unwrap();
+        let err = Config::load(dir.path()).unwrap_err();
+        assert!(matches!(err, ConfigError::Read { .. }), "{err:?}");
+        assert!(err.to_string().contains("caf.toml"), "{err}");
+    }
+}
