@@ -38,6 +38,7 @@ pub mod config;
 pub mod diff;
 pub mod duration;
 pub mod error;
+pub mod executor;
 pub mod format;
 pub mod id;
 pub mod manager;
@@ -53,11 +54,12 @@ pub use clock::{Clock, SystemClock, Timestamp};
 pub use config::{Config, ConfigError, RetentionConfig};
 pub use diff::{diff, CheckpointDiff};
 pub use error::{Error, Result};
+pub use executor::{CancelToken, Executor, RetryPolicy, RunReport, Step};
 pub use format::{
     Checkpoint, CheckpointReason, Limits, LoadError, Metadata, Snapshot, CURRENT_VERSION,
 };
 pub use id::{CheckpointId, ExecutionId, IdError};
-pub use manager::{CheckpointManager, CheckpointOptions, Restored};
+pub use manager::{CheckpointManager, CheckpointOptions, ForkOptions, Restored};
 pub use retention::{plan, Condemned, Kept, PrunePlan, RetentionPolicy, Tier};
 pub use runtime::{Event, RuntimeState};
 pub use status::ExecutionStatus;

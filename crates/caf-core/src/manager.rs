@@ -45,6 +45,19 @@ impl CheckpointOptions {
     }
 }
 
+/// How to start a branch ([`CheckpointManager::fork`]).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ForkOptions {
+    /// The branch's name (the fork checkpoint's name).
+    pub name: Option<String>,
+    /// Why the branch was started.
+    pub reason: Option<String>,
+    /// Labels of the fork checkpoint.
+    pub labels: Vec<String>,
+    /// A new execution for the branch (default: the original's).
+    pub execution: Option<ExecutionId>,
+}
+
 /// A restored execution.
 #[derive(Debug)]
 pub struct Restored {
@@ -98,6 +111,11 @@ impl<S: CheckpointStore> CheckpointManager<S> {
         &self.store
     }
 
+    /// The clock of restored states.
+    pub fn clock(&self) -> &Arc<dyn Clock> {
+        &self.clock
+    }
+
     /// Takes a checkpoint of `state` and saves it. Its parent is the state's previous checkpoint
     /// (or the one it was restored from). Emits `CheckpointSaved` and clears the dirty set.
     pub fn checkpoint(
@@ -124,6 +142,49 @@ impl<S: CheckpointStore> CheckpointManager<S> {
         self.store.save(&checkpoint)?;
         state.mark_checkpointed(&checkpoint);
         Ok(checkpoint)
+    }
+
+    /// Takes a checkpoint only if the state changed since its last one (see
+    /// [`RuntimeState::dirty`]); `None` when nothing changed. For periodic capture.
+    pub fn checkpoint_if_changed(
+        &self,
+        state: &mut RuntimeState,
+        options: CheckpointOptions,
+    ) -> Result<Option<Checkpoint>> {
+        if state.dirty().is_clean() && state.last_checkpoint().is_some() {
+            return Ok(None);
+        }
+        self.checkpoint(state, options).map(Some)
+    }
+
+    /// Starts a branch from checkpoint `id`: a new checkpoint with its state, `parent_id` = `id`,
+    /// reason `branch`, the branch recorded in its metadata, in `id`'s execution or in
+    /// `options.execution`. Restore it to continue the branch; the original line is unchanged.
+    pub fn fork(&self, id: &CheckpointId, options: ForkOptions) -> Result<Checkpoint> {
+        let from = self.store.load(id)?;
+        let mut c = Checkpoint::new(
+            (self.ids)(),
+            options
+                .execution
+                .unwrap_or_else(|| from.execution_id.clone()),
+            from.agent_id.clone(),
+            self.clock.now(),
+            CheckpointReason::Branch,
+        );
+        c.parent_id = Some(from.id.clone());
+        c.snapshot = from.snapshot;
+        let md = &mut c.metadata;
+        md.step_number = from.metadata.step_number;
+        md.tokens_used = from.metadata.tokens_used;
+        md.duration_ms = from.metadata.duration_ms;
+        md.agent_name = from.metadata.agent_name;
+        md.name = options.name;
+        md.labels = options.labels;
+        md.branch = Some(crate::format::Branch {
+            reason: options.reason,
+        });
+        self.store.save(&c)?;
+        Ok(c)
     }
 
     fn restored(&self, checkpoint: Checkpoint, skipped: Vec<(CheckpointId, String)>) -> Restored {

@@ -3,7 +3,10 @@
 use super::events::{ContextOp, Event};
 use crate::clock::{Clock, SystemClock, Timestamp};
 use crate::format::json::pointer_of;
-use crate::format::{Checkpoint, CompletedStep, Snapshot, Thought, ToolCall, ToolStatus};
+use crate::format::{
+    Checkpoint, CompletedStep, LastError, PlanStep, Snapshot, StepStatus, Thought, ToolCall,
+    ToolStatus,
+};
 use crate::id::{CheckpointId, ExecutionId};
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
@@ -28,6 +31,9 @@ pub enum StateError {
     /// No thought has this id.
     #[error("no thought with id {0:?}")]
     UnknownThought(String),
+    /// No plan step has this id.
+    #[error("no plan step with id {0:?}")]
+    UnknownStep(String),
 }
 
 /// What changed since the last checkpoint (for incremental writers such as the SQL layer).
@@ -41,6 +47,8 @@ pub struct Dirty {
     pub context_changed: bool,
     /// Whether the progress changed.
     pub progress_changed: bool,
+    /// Whether the counters (tokens) changed.
+    pub counters_changed: bool,
 }
 
 impl Dirty {
@@ -404,6 +412,22 @@ impl RuntimeState {
         self.finish_call(call_id, Err(error.into()))
     }
 
+    /// Records that a call was abandoned (cancelled), with why: for a call that was in flight
+    /// when the process died, and that the resumed run will not finish.
+    pub fn cancel_tool_call(
+        &mut self,
+        call_id: &str,
+        reason: impl Into<String>,
+    ) -> Result<(), StateError> {
+        let now = self.clock.now();
+        let call = self.open_call(call_id)?;
+        call.status = ToolStatus::Cancelled;
+        call.completed_at = Some(now);
+        call.error = Some(reason.into());
+        self.dirty.tool_calls_changed.insert(call_id.to_string());
+        Ok(())
+    }
+
     // ---- context ------------------------------------------------------------------------------
 
     fn context_changed(&mut self, section: &str, key: &str, op: ContextOp) {
@@ -496,6 +520,144 @@ impl RuntimeState {
         name
     }
 
+    /// Sets the run's query or task.
+    pub fn set_task(&mut self, task: impl Into<String>) {
+        self.snapshot.progress.task = Some(task.into());
+        self.dirty.progress_changed = true;
+    }
+
+    /// Replaces the plan with structured steps (format 1.1.0): `pending_steps` becomes the ids
+    /// of the steps not yet done, and `total_steps` the plan's length.
+    pub fn set_plan_steps(&mut self, steps: Vec<PlanStep>) {
+        let p = &mut self.snapshot.progress;
+        p.plan = steps;
+        p.total_steps = Some(p.plan.len() as u64);
+        Self::sync_pending(p);
+        self.dirty.progress_changed = true;
+    }
+
+    /// The structured plan (empty for a plan of names only).
+    pub fn plan(&self) -> &[PlanStep] {
+        &self.snapshot.progress.plan
+    }
+
+    /// The plan step with this id.
+    pub fn plan_step(&self, id: &str) -> Option<&PlanStep> {
+        self.snapshot.progress.plan.iter().find(|s| s.id == id)
+    }
+
+    fn step_mut(&mut self, id: &str) -> Result<&mut PlanStep, StateError> {
+        self.snapshot
+            .progress
+            .plan
+            .iter_mut()
+            .find(|s| s.id == id)
+            .ok_or_else(|| StateError::UnknownStep(id.to_string()))
+    }
+
+    fn sync_pending(p: &mut crate::format::Progress) {
+        p.pending_steps = p
+            .plan
+            .iter()
+            .filter(|s| !s.status.is_done())
+            .map(|s| s.id.clone())
+            .collect();
+    }
+
+    /// Marks a plan step as started: running, one more attempt.
+    pub fn start_plan_step(&mut self, id: &str) -> Result<(), StateError> {
+        let now = self.clock.now();
+        let step = self.step_mut(id)?;
+        step.status = StepStatus::Running;
+        step.attempts = step.attempts.saturating_add(1);
+        step.started_at = Some(now);
+        step.error = None;
+        self.dirty.progress_changed = true;
+        Ok(())
+    }
+
+    /// Completes a plan step with its result: it is recorded among the completed steps, leaves
+    /// the pending ones, and the step number advances.
+    pub fn complete_plan_step(
+        &mut self,
+        id: &str,
+        result: Option<Value>,
+    ) -> Result<(), StateError> {
+        let now = self.clock.now();
+        let resumed_at = self.resumed_at;
+        let step = self.step_mut(id)?;
+        step.status = StepStatus::Completed;
+        step.completed_at = Some(now);
+        step.result = result.clone();
+        step.error = None;
+        let since = step.started_at.unwrap_or(now).max(resumed_at);
+        let p = &mut self.snapshot.progress;
+        p.completed_steps.push(CompletedStep {
+            name: id.to_string(),
+            result,
+            duration_ms: u64::try_from((now.as_micros() - since.as_micros()) / 1000).ok(),
+            completed_at: now,
+        });
+        Self::sync_pending(p);
+        p.step_number += 1;
+        let step_number = p.step_number;
+        self.dirty.progress_changed = true;
+        self.emit(Event::StepCompleted {
+            step_number,
+            name: Some(id.to_string()),
+        });
+        Ok(())
+    }
+
+    /// Records that a plan step failed: its status and error, and the run's last error.
+    pub fn fail_plan_step(&mut self, id: &str, error: impl Into<String>) -> Result<(), StateError> {
+        let now = self.clock.now();
+        let message = error.into();
+        let step = self.step_mut(id)?;
+        step.status = StepStatus::Failed;
+        step.completed_at = Some(now);
+        step.error = Some(message.clone());
+        self.snapshot.progress.last_error = Some(LastError {
+            at: now,
+            message,
+            step: Some(id.to_string()),
+        });
+        self.dirty.progress_changed = true;
+        Ok(())
+    }
+
+    /// Marks a plan step as not to be run.
+    pub fn skip_plan_step(&mut self, id: &str) -> Result<(), StateError> {
+        let now = self.clock.now();
+        let step = self.step_mut(id)?;
+        step.status = StepStatus::Skipped;
+        step.completed_at = Some(now);
+        Self::sync_pending(&mut self.snapshot.progress);
+        self.dirty.progress_changed = true;
+        Ok(())
+    }
+
+    /// Records the run's last error without a step (for failures outside the plan).
+    pub fn set_last_error(&mut self, message: impl Into<String>) {
+        self.snapshot.progress.last_error = Some(LastError {
+            at: self.clock.now(),
+            message: message.into(),
+            step: None,
+        });
+        self.dirty.progress_changed = true;
+    }
+
+    /// The tool calls started or queued but not finished: after a crash, the calls that were
+    /// in flight.
+    pub fn in_flight_tool_calls(&self) -> Vec<&ToolCall> {
+        self.snapshot
+            .tool_state
+            .calls
+            .iter()
+            .filter(|c| !c.status.is_finished())
+            .collect()
+    }
+
     /// Counts one more loop iteration (for agents that loop rather than follow a plan).
     pub fn complete_iteration(&mut self) {
         self.snapshot.progress.iterations_completed += 1;
@@ -505,6 +667,7 @@ impl RuntimeState {
     /// Adds to the token count.
     pub fn add_tokens(&mut self, n: u64) {
         self.tokens_used = self.tokens_used.saturating_add(n);
+        self.dirty.counters_changed |= n > 0;
     }
 
     // ---- checkpointing ------------------------------------------------------------------------
