@@ -204,6 +204,7 @@ pub enum InFlight {
 }
 
 type InFlightHook = Box<dyn FnMut(&ToolCall) -> InFlight + Send>;
+type StartHook = Box<dyn FnMut(&RunReport) + Send>;
 
 /// How a run ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -283,7 +284,7 @@ pub struct Executor<'m, S> {
     steps: Vec<Step>,
     cancel: CancelToken,
     on_in_flight: Option<InFlightHook>,
-    on_start: Option<Box<dyn FnMut(&RunReport) + Send>>,
+    on_start: Option<StartHook>,
     sleep: Box<dyn Fn(Duration) + Send>,
 }
 
