@@ -60,6 +60,16 @@ pub enum Command {
     Schema(SchemaArgs),
     /// Show what changed between two checkpoints (or a checkpoint and its parent).
     Diff(DiffArgs),
+    /// Save a checkpoint built from snapshot parts given as JSON (a file or stdin).
+    Save(SaveArgs),
+    /// Start a branch from a checkpoint.
+    Fork(ForkArgs),
+    /// Show what a run would resume from: the checkpoint, progress, what remains.
+    Resume(ResumeArgs),
+    /// Name or label an existing checkpoint (e.g. `keep`, to protect it from pruning).
+    Label(LabelArgs),
+    /// Delete old checkpoints by a retention policy (DIR/caf.toml, or flags).
+    Prune(PruneArgs),
     /// Measure save, restore-latest and list on the agent-run workload.
     Bench(BenchArgs),
     /// Bring checkpoint files saved elsewhere into the database.
@@ -145,13 +155,102 @@ pub struct ExportArgs {
 
 /// `caf delete`.
 #[derive(Debug, Args)]
-#[command(group(clap::ArgGroup::new("what").required(true).args(["ids", "execution"])))]
+#[command(group(clap::ArgGroup::new("what").required(true).args(["ids", "execution", "older_than"]).multiple(true)))]
 pub struct DeleteArgs {
     /// Checkpoint ids.
     pub ids: Vec<String>,
     /// Delete every checkpoint of this execution instead.
     #[arg(long, short = 'e', conflicts_with = "ids")]
     pub execution: Option<String>,
+    /// Delete every checkpoint older than this (e.g. `30d`, `12h`), but each execution's
+    /// latest; with --execution, only in that execution.
+    #[arg(long, conflicts_with = "ids", value_name = "DURATION")]
+    pub older_than: Option<caf_core::duration::Duration>,
+}
+
+/// `caf save`.
+#[derive(Debug, Args)]
+pub struct SaveArgs {
+    /// The execution the checkpoint belongs to.
+    #[arg(long, short = 'e')]
+    pub execution: String,
+    /// The snapshot parts, as JSON: a file, or `-` for stdin (the default).
+    #[arg(long, short = 'f', default_value = "-")]
+    pub file: PathBuf,
+    /// The agent (else `agent_id` in the parts, else the parent's).
+    #[arg(long)]
+    pub agent: Option<String>,
+    /// Why it is taken (a snake_case word: step_completed, paused, error, completed, ...).
+    #[arg(long, default_value = "manual")]
+    pub reason: String,
+    /// A name.
+    #[arg(long)]
+    pub name: Option<String>,
+    /// A label (repeat for more).
+    #[arg(long = "label")]
+    pub labels: Vec<String>,
+    /// Its parent: a checkpoint id, or `none`; default: the execution's latest checkpoint.
+    #[arg(long)]
+    pub parent: Option<String>,
+}
+
+/// `caf fork`.
+#[derive(Debug, Args)]
+pub struct ForkArgs {
+    /// The checkpoint to branch from.
+    pub id: String,
+    /// The branch's name.
+    #[arg(long)]
+    pub name: Option<String>,
+    /// Why the branch is started.
+    #[arg(long)]
+    pub reason: Option<String>,
+    /// Put the branch in a new execution with this id.
+    #[arg(long, short = 'e')]
+    pub execution: Option<String>,
+}
+
+/// `caf resume`.
+#[derive(Debug, Args)]
+pub struct ResumeArgs {
+    /// An execution id (its latest valid checkpoint) or a checkpoint id.
+    pub target: String,
+}
+
+/// `caf label`.
+#[derive(Debug, Args)]
+pub struct LabelArgs {
+    /// The checkpoint.
+    pub id: String,
+    /// A label to add (repeat for more).
+    #[arg(long)]
+    pub add: Vec<String>,
+    /// A label to remove (repeat for more).
+    #[arg(long)]
+    pub remove: Vec<String>,
+    /// A new name (`--name ""` removes it).
+    #[arg(long)]
+    pub name: Option<String>,
+}
+
+/// `caf prune`.
+#[derive(Debug, Args)]
+pub struct PruneArgs {
+    /// Keep the last N checkpoints of each execution.
+    #[arg(long, value_name = "N")]
+    pub keep_last: Option<usize>,
+    /// Delete checkpoints older than this (e.g. `30d`).
+    #[arg(long, value_name = "DURATION")]
+    pub max_age: Option<caf_core::duration::Duration>,
+    /// Thinning tiers, `WITHIN:EVERY,...` (e.g. `1h:all,1d:1h,30d:1d`), or `none`.
+    #[arg(long, value_name = "TIERS")]
+    pub tiers: Option<String>,
+    /// Only this execution.
+    #[arg(long, short = 'e')]
+    pub execution: Option<String>,
+    /// Say what would be deleted; delete nothing.
+    #[arg(long)]
+    pub dry_run: bool,
 }
 
 /// `caf reindex`.

@@ -71,5 +71,27 @@ pub fn run(t: &Target, json: bool, a: &ListArgs) -> CmdResult {
         ]);
     }
     t.print();
+    if filter == ListFilter::default() {
+        resumable(&items);
+    }
     Ok(())
+}
+
+/// Marks the executions that are not completed, newest checkpoint first: they can resume.
+fn resumable(items: &[caf_core::CheckpointSummary]) {
+    let mut seen = std::collections::HashSet::new();
+    for s in items {
+        if !seen.insert(&s.execution_id) {
+            continue;
+        }
+        let status = caf_core::ExecutionStatus::from_reason(&s.checkpoint_reason);
+        if status.is_resumable() {
+            crate::say!(
+                "resumable: {} ({status} at step {}; `caf resume {}`)",
+                s.execution_id,
+                s.step_number,
+                s.execution_id
+            );
+        }
+    }
 }

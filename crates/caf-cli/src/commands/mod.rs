@@ -7,6 +7,9 @@ pub mod files;
 mod inspect;
 mod list;
 mod migrate;
+mod prune;
+mod resume;
+mod save;
 
 use crate::cli::{Cli, Command};
 use crate::target::{Store, Target};
@@ -34,6 +37,11 @@ pub fn run(cli: Cli) -> CmdResult {
         Command::Migrate(a) => migrate::run(json, &a),
         Command::Schema(a) => schema(a.format_version.as_deref()),
         Command::Diff(a) => diff::run(dir, json, &a),
+        Command::Save(a) => save::save(dir, json, &a),
+        Command::Fork(a) => save::fork(dir, json, &a),
+        Command::Resume(a) => resume::run(dir, json, &a),
+        Command::Label(a) => save::label(dir, json, &a),
+        Command::Prune(a) => prune::run(dir, json, &a),
         Command::Bench(a) => crate::bench::run(dir, json, &a),
         Command::Sync => database::sync(dir, json),
         Command::Reindex(a) => database::reindex(dir, json, &a),

@@ -202,6 +202,30 @@ impl<S: CheckpointStore + ?Sized> CheckpointStore for Box<S> {
     }
 }
 
+impl<S: CheckpointStore + ?Sized> CheckpointStore for &S {
+    fn save(&self, c: &Checkpoint) -> Result<CheckpointSummary> {
+        (**self).save(c)
+    }
+    fn load(&self, id: &CheckpointId) -> Result<Checkpoint> {
+        (**self).load(id)
+    }
+    fn list(&self, f: &ListFilter) -> Result<Vec<CheckpointSummary>> {
+        (**self).list(f)
+    }
+    fn delete(&self, id: &CheckpointId) -> Result<bool> {
+        (**self).delete(id)
+    }
+    fn delete_execution(&self, e: &ExecutionId) -> Result<usize> {
+        (**self).delete_execution(e)
+    }
+    fn latest(&self, e: &ExecutionId) -> Result<Option<Checkpoint>> {
+        (**self).latest(e)
+    }
+    fn summary(&self, id: &CheckpointId) -> Result<Option<CheckpointSummary>> {
+        (**self).summary(id)
+    }
+}
+
 impl<S: CheckpointStore + ?Sized> CheckpointStore for std::sync::Arc<S> {
     fn save(&self, c: &Checkpoint) -> Result<CheckpointSummary> {
         (**self).save(c)
