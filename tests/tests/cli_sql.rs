@@ -191,6 +191,92 @@ fn sync_brings_in_files_and_reindex_rebuilds() {
     assert_eq!(before, after);
 }
 
+/// Unreadable files in the directory: `sync` and `reindex` warn about each, count them in the
+/// summary and the JSON, bring in the rest, and exit 1 unless `--allow-skipped`.
+#[test]
+fn sync_and_reindex_report_skipped_files_and_fail_unless_allowed() {
+    let sb = Sandbox::new();
+    sb.demo(&["--steps", "3", "--crash-at", "0"]);
+    let other = Sandbox::new();
+    other.demo(&["--steps", "2", "--seed", "7", "--crash-at", "0"]);
+    for (name, bytes) in caf_tests::cli::json_files(&other.store()) {
+        std::fs::write(sb.store().join(name), bytes).unwrap();
+    }
+    let broken = ["ckpt_broken-1.json", "ckpt_broken-2.json"];
+    for name in broken {
+        std::fs::write(sb.store().join(name), b"{ not json").unwrap();
+    }
+    let check_warnings = |out: &caf_tests::cli::Out| {
+        let warnings: Vec<String> = out
+            .err()
+            .lines()
+            .filter(|l| l.starts_with("warning: skipped unreadable file: "))
+            .map(str::to_string)
+            .collect();
+        assert_eq!(warnings.len(), 2, "{}", out.describe());
+        for name in broken {
+            assert!(
+                warnings.iter().any(|w| w.contains(name)),
+                "{name}: {}",
+                out.describe()
+            );
+        }
+        let errors = out.errors();
+        assert_eq!(errors.len(), 1, "{}", out.describe());
+        assert!(
+            errors[0].contains("2 unreadable files skipped")
+                && errors[0].contains("--allow-skipped"),
+            "{}",
+            out.describe()
+        );
+    };
+    // sync: the readable files go in all the same.
+    let out = sb.caf(&["sync"]).fails(1);
+    check_warnings(&out);
+    assert!(
+        out.out()
+            .contains("3 added, 0 replaced, 4 unchanged, 2 skipped (unreadable)"),
+        "{}",
+        out.describe()
+    );
+    assert_eq!(count(&sb, "SELECT count(*) FROM checkpoints"), 7);
+    let out = sb.caf(&["--json", "sync"]).fails(1);
+    check_warnings(&out);
+    let report = out.json();
+    assert_eq!(report["skipped"], 2, "{report}");
+    assert_eq!(report["problems"].as_array().unwrap().len(), 2, "{report}");
+    assert_eq!(report["unchanged"], 7, "{report}");
+    let out = sb.caf(&["--json", "sync", "--allow-skipped"]).ok();
+    assert_eq!(out.json()["skipped"], 2);
+    assert_eq!(out.err().lines().count(), 2, "{}", out.describe());
+    // reindex: rebuilt from the readable files.
+    let out = sb.caf(&["reindex"]).fails(1);
+    check_warnings(&out);
+    assert!(
+        out.out()
+            .contains("7 checkpoints of 2 executions, 2 skipped (unreadable)"),
+        "{}",
+        out.describe()
+    );
+    let report = sb.caf(&["--json", "reindex"]).fails(1).json();
+    assert_eq!(report["skipped"], 2, "{report}");
+    assert_eq!(report["checkpoints"], 7, "{report}");
+    sb.caf(&["reindex", "--allow-skipped"]).ok();
+    assert_eq!(count(&sb, "SELECT count(*) FROM checkpoints"), 7);
+    // Without broken files, nothing to allow: exit 0.
+    for name in broken {
+        std::fs::remove_file(sb.store().join(name)).unwrap();
+    }
+    let out = sb.caf(&["sync"]).ok();
+    assert!(out.err().is_empty(), "{}", out.describe());
+    let out = sb.caf(&["reindex"]).ok();
+    assert!(
+        out.out().contains("7 checkpoints of 2 executions") && !out.out().contains("skipped"),
+        "{}",
+        out.describe()
+    );
+}
+
 fn database_only(sb: &Sandbox, url: &str) {
     let run = |args: &[&str]| {
         let mut all = vec!["--db", url, "--no-files"];

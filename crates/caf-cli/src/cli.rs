@@ -63,7 +63,7 @@ pub enum Command {
     /// Measure save, restore-latest and list on the agent-run workload.
     Bench(BenchArgs),
     /// Bring checkpoint files saved elsewhere into the database.
-    Sync,
+    Sync(SyncArgs),
     /// Rebuild the database from the checkpoint files.
     Reindex(ReindexArgs),
     /// Statistics from the database: per execution and in total.
@@ -154,13 +154,34 @@ pub struct DeleteArgs {
     pub execution: Option<String>,
 }
 
+/// `caf sync`.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Unreadable checkpoint files are skipped, each with a warning, and counted in the \
+summary (`skipped` and `problems` with --json); the readable ones are still synced. Any skipped \
+file makes the command exit 1, unless --allow-skipped is given."
+)]
+pub struct SyncArgs {
+    /// Exit 0 even when unreadable files were skipped (they are still reported).
+    #[arg(long)]
+    pub allow_skipped: bool,
+}
+
 /// `caf reindex`.
 #[derive(Debug, Args)]
+#[command(
+    after_help = "Unreadable checkpoint files are skipped, each with a warning, and counted in the \
+summary (`skipped` and `problems` with --json); the database is rebuilt from the readable ones. \
+Any skipped file makes the command exit 1, unless --allow-skipped is given."
+)]
 pub struct ReindexArgs {
-    /// Rebuild even though the database holds checkpoints that have no file here (they are
-    /// dropped).
+    /// Rebuild even though the database holds checkpoints that have no readable file here
+    /// (they are dropped).
     #[arg(long)]
     pub force: bool,
+    /// Exit 0 even when unreadable files were skipped (they are still reported).
+    #[arg(long)]
+    pub allow_skipped: bool,
 }
 
 /// `caf stats`.

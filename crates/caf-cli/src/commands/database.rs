@@ -1,7 +1,7 @@
 //! The database commands: `caf sync`, `caf reindex`, `caf stats`, `caf query`, `caf sql`.
 
 use super::execution_id;
-use crate::cli::{QueryCommand, ReindexArgs, SqlArgs, StatsArgs};
+use crate::cli::{QueryCommand, ReindexArgs, SqlArgs, StatsArgs, SyncArgs};
 use crate::output::{self, Table, CYAN, DIM, GREEN, RED, YELLOW};
 use crate::target::Target;
 use crate::{CmdResult, Failure};
@@ -33,14 +33,36 @@ fn both(t: &Target) -> Result<(FileStore, SqlStore), Failure> {
     Ok((files, db))
 }
 
+/// Warns about each skipped file.
 fn report_problems(problems: &[caf_sql::FileProblem]) {
     for p in problems {
-        output::warn_line(&format!("skipped {}: {}", p.id, p.error));
+        output::warn_line(&format!("skipped unreadable file: {}", p.error));
     }
 }
 
-/// `caf sync`: brings files saved elsewhere into the database.
-pub fn sync(t: &Target, json: bool) -> CmdResult {
+/// `, 3 skipped (unreadable)` for a summary line, or nothing.
+fn skipped_note(skipped: u64) -> String {
+    if skipped == 0 {
+        String::new()
+    } else {
+        format!(", {skipped} skipped (unreadable)")
+    }
+}
+
+/// Skipped files fail the command (exit 1) unless `allow` (`--allow-skipped`).
+fn skipped_outcome(skipped: u64, allow: bool, done: &str) -> CmdResult {
+    if skipped == 0 || allow {
+        return Ok(());
+    }
+    Err(Failure::msg(format!(
+        "{} skipped (see the warnings above); {done}; pass --allow-skipped to accept that",
+        output::count(skipped, "unreadable file")
+    )))
+}
+
+/// `caf sync`: brings files saved elsewhere into the database. Unreadable files are skipped
+/// and reported; they fail the command unless `--allow-skipped`.
+pub fn sync(t: &Target, json: bool, a: &SyncArgs) -> CmdResult {
     let (files, db) = both(t)?;
     let r = db.sync_from(&files).map_err(|e| sql_failure(&db, e))?;
     report_problems(&r.problems);
@@ -48,12 +70,13 @@ pub fn sync(t: &Target, json: bool) -> CmdResult {
         output::print_json(&r);
     } else {
         crate::say!(
-            "synced {} into {}: {} added, {} replaced, {} unchanged{}",
+            "synced {} into {}: {} added, {} replaced, {} unchanged{}{}",
             t.dir.display(),
             crate::target::redact(&db.location()),
             r.added,
             r.replaced,
             r.unchanged,
+            skipped_note(r.skipped),
             if r.orphaned.is_empty() {
                 String::new()
             } else {
@@ -61,7 +84,7 @@ pub fn sync(t: &Target, json: bool) -> CmdResult {
             }
         );
     }
-    Ok(())
+    skipped_outcome(r.skipped, a.allow_skipped, "the other files were synced")
 }
 
 /// `caf reindex`: rebuilds the database from the files. It refuses to drop checkpoints that
@@ -80,9 +103,9 @@ pub fn reindex(t: &Target, json: bool, a: &ReindexArgs) -> CmdResult {
             .collect();
         if let Some(first) = only_in_db.first() {
             return Err(Failure::msg(format!(
-                "{}: holds {} checkpoints with no file in {} (e.g. {first}); reindexing would drop them — pass --force to rebuild anyway",
+                "{}: holds {} with no readable file in {} (e.g. {first}); reindexing would drop them — pass --force to rebuild anyway",
                 crate::target::redact(&db.location()),
-                only_in_db.len(),
+                output::count_of(only_in_db.len(), "checkpoint"),
                 t.dir.display()
             )));
         }
@@ -93,14 +116,19 @@ pub fn reindex(t: &Target, json: bool, a: &ReindexArgs) -> CmdResult {
         output::print_json(&r);
     } else {
         crate::say!(
-            "rebuilt {} from {}: {} checkpoints of {} executions",
+            "rebuilt {} from {}: {} of {}{}",
             crate::target::redact(&db.location()),
             t.dir.display(),
-            r.checkpoints,
-            r.executions
+            output::count(r.checkpoints, "checkpoint"),
+            output::count(r.executions, "execution"),
+            skipped_note(r.skipped)
         );
     }
-    Ok(())
+    skipped_outcome(
+        r.skipped,
+        a.allow_skipped,
+        "the database was rebuilt from the other files",
+    )
 }
 
 /// Prints statistics as tables.

@@ -35,7 +35,7 @@ pub fn run(cli: Cli) -> CmdResult {
         Command::Schema(a) => schema(a.format_version.as_deref()),
         Command::Diff(a) => diff::run(dir, json, &a),
         Command::Bench(a) => crate::bench::run(dir, json, &a),
-        Command::Sync => database::sync(dir, json),
+        Command::Sync(a) => database::sync(dir, json, &a),
         Command::Reindex(a) => database::reindex(dir, json, &a),
         Command::Stats(a) => database::stats(dir, json, &a),
         Command::Query(q) => database::query(dir, json, &q),
