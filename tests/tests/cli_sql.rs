@@ -132,6 +132,35 @@ fn sql_is_read_only_by_the_connection() {
     sb.caf(&["sql", "SELEKT nonsense"]).fails(1);
 }
 
+/// `caf sql` runs exactly one statement: it refuses several (SQLite would run the first and
+/// drop the rest) and an empty text, with one clear error line, and changes nothing.
+#[test]
+fn sql_refuses_several_statements_and_an_empty_one() {
+    let sb = Sandbox::new();
+    sb.demo(&["--steps", "2"]);
+    let out = sb
+        .caf(&["sql", "SELECT 1; DELETE FROM checkpoints"])
+        .fails(1);
+    assert_eq!(out.errors().len(), 1, "{}", out.describe());
+    assert!(
+        out.err().contains("2 statements") && out.err().contains("DELETE FROM checkpoints"),
+        "{}",
+        out.describe()
+    );
+    assert!(out.stdout.is_empty(), "{}", out.describe());
+    assert_eq!(count(&sb, "SELECT count(*) FROM checkpoints"), 3);
+    for empty in ["", "  ", "/* nothing */"] {
+        let out = sb.caf(&["sql", empty]).fails(1);
+        assert!(
+            out.err().contains("no SQL statement given"),
+            "{}",
+            out.describe()
+        );
+        assert!(!out.err().contains("Detected"), "{}", out.describe());
+    }
+    assert_eq!(count(&sb, "SELECT count(*) FROM checkpoints;"), 3);
+}
+
 #[test]
 fn saves_and_deletes_keep_the_database_in_step() {
     let sb = Sandbox::new();

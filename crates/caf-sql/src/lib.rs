@@ -110,6 +110,7 @@ mod rows;
 pub mod schema;
 #[cfg(feature = "postgres")]
 mod scratch;
+mod statements;
 mod stmt;
 mod store;
 mod sync;
