@@ -248,9 +248,23 @@ fn demo_without_a_crash() {
     assert_eq!(e["checkpoints"], 4, "{report}");
     assert!(e["crashed_at_step"].is_null(), "{report}");
     assert!(e["resumed_from"].is_null(), "{report}");
-    // A crash after the last step never happens either.
-    let report = Sandbox::new().demo(&["--steps", "3", "--crash-at", "9"]);
+    // A crash after the last step would never happen: asking for one is bad usage, and
+    // nothing is written.
+    let sb = Sandbox::new();
+    let out = sb
+        .caf(&["demo", "--steps", "3", "--crash-at", "9"])
+        .fails(2);
+    assert!(
+        out.err().contains("--crash-at 9 is past the last step (3)"),
+        "{}",
+        out.describe()
+    );
+    assert!(!sb.store().exists());
+    // The default (step 5) only applies when there is a step 5.
+    let report = sb.demo(&["--steps", "3"]);
     assert!(report["executions"][0]["crashed_at_step"].is_null());
+    let report = Sandbox::new().demo(&["--steps", "3", "--crash-at", "3"]);
+    assert_eq!(report["executions"][0]["crashed_at_step"], 3);
 }
 
 #[test]
@@ -1044,10 +1058,10 @@ fn schema_prints_the_json_schema_of_a_version() {
     let mut broken = full.clone();
     broken["metadata"]["step_number"] = "seven".into();
     assert!(!validator.is_valid(&broken));
-    let out = sb.caf(&["schema", "--version", "1.0.0"]).ok();
+    let out = sb.caf(&["schema", "1.0.0"]).ok();
     assert_eq!(out.json(), doc);
 
-    let out = sb.caf(&["schema", "--version", "0.0.1"]).ok();
+    let out = sb.caf(&["schema", "0.0.1"]).ok();
     let old = out.json();
     assert!(
         old["$id"].as_str().unwrap().contains("checkpoint-0.0.1"),
@@ -1055,11 +1069,15 @@ fn schema_prints_the_json_schema_of_a_version() {
         old["$id"]
     );
 
-    let out = sb.caf(&["schema", "--version", "9.9.9"]).fails(1);
+    // An unknown version is bad usage (exit 2), as `migrate --to` is.
+    let out = sb.caf(&["schema", "9.9.9"]).fails(2);
     assert!(out.err().contains("9.9.9"), "{}", out.describe());
     assert!(out.err().contains("1.0.0"), "{}", out.describe());
     assert!(out.stdout.is_empty());
-    sb.caf(&["schema", "--version", "banana"]).fails(1);
+    sb.caf(&["schema", "banana"]).fails(2);
+    // `--version` no longer names a format version (it collided with the version flag).
+    let out = sb.caf(&["schema", "--version", "1.0.0"]).fails(2);
+    assert!(out.stdout.is_empty(), "{}", out.describe());
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1144,6 +1162,96 @@ fn caf_dir_and_the_default_directory() {
     let out = sb.caf_plain(&["--json", "list"], &[]).ok();
     assert_eq!(out.json().as_array().unwrap().len(), 2);
     assert_eq!(json_files(&env_dir).len(), 3);
+}
+
+/// An empty `CAF_DIR` (or `CAF_DATABASE_URL`) counts as unset: it is not an empty `--dir`.
+#[test]
+fn empty_environment_variables_count_as_unset() {
+    let sb = Sandbox::new();
+    sb.caf_plain(&["demo", "--steps", "1"], &[("CAF_DIR", "")])
+        .ok();
+    assert_eq!(json_files(&sb.path().join("checkpoints")).len(), 2);
+    let out = sb.caf_plain(&["--json", "list"], &[("CAF_DIR", "")]).ok();
+    assert_eq!(out.json().as_array().unwrap().len(), 2);
+    // The directory's own database is used, as without the variable.
+    let out = sb
+        .caf_plain(&["--json", "stats"], &[("CAF_DATABASE_URL", "")])
+        .ok();
+    assert_eq!(out.json()["totals"]["checkpoints"], 2);
+    // An explicitly empty --dir is still bad usage.
+    sb.caf_plain(&["--dir", "", "list"], &[]).fails(2);
+}
+
+/// The global options show, and are accepted after the command name, only where they do
+/// something: `validate`, `migrate` and `schema` take no store; `--no-files` means nothing to
+/// the database commands and bench.
+#[test]
+fn commands_list_only_the_global_options_they_use() {
+    let sb = Sandbox::new();
+    let help = |args: &[&str]| {
+        let mut all = args.to_vec();
+        all.push("--help");
+        sb.caf_plain(&all, &[]).ok().out()
+    };
+    for c in ["validate", "migrate", "schema"] {
+        let h = help(&[c]);
+        for flag in ["--dir", "--db", "--no-files"] {
+            assert!(!h.contains(flag), "`caf {c} --help` lists {flag}: {h}");
+        }
+        assert!(h.contains("--json"), "{h}");
+    }
+    for c in [
+        &["sync"][..],
+        &["reindex"],
+        &["stats"],
+        &["sql"],
+        &["bench"],
+        &["query"],
+        &["query", "tool-calls"],
+        &["query", "thoughts"],
+    ] {
+        let h = help(c);
+        assert!(!h.contains("--no-files"), "`caf {c:?} --help`: {h}");
+        assert!(
+            h.contains("--dir") && h.contains("--db"),
+            "`caf {c:?}`: {h}"
+        );
+    }
+    for c in [
+        "demo", "list", "inspect", "import", "export", "delete", "diff",
+    ] {
+        let h = help(&[c]);
+        for flag in ["--dir", "--db", "--no-files"] {
+            assert!(h.contains(flag), "`caf {c} --help` lacks {flag}: {h}");
+        }
+    }
+    // After the command name, an option it ignores is bad usage that says so.
+    let file = fixtures().join("v1.0.0/minimal.json");
+    let out = sb
+        .caf_plain(&["validate", "--dir", "x", s(&file)], &[])
+        .fails(2);
+    assert!(
+        out.err().contains("--dir has no effect on `caf validate`"),
+        "{}",
+        out.describe()
+    );
+    let out = sb.caf_plain(&["stats", "--no-files"], &[]).fails(2);
+    assert!(
+        out.err().contains("--no-files has no effect"),
+        "{}",
+        out.describe()
+    );
+    sb.caf_plain(&["schema", "--db", "sqlite://x.db"], &[])
+        .fails(2);
+    // Before it, they are the global options (which the command may ignore).
+    sb.caf_plain(&["--dir", "x", "validate", s(&file)], &[])
+        .ok();
+    sb.caf_plain(&["--dir", "x", "schema"], &[]).ok();
+    // And where they are used, both places work.
+    sb.caf_plain(&["demo", "--dir", &sb.store_str(), "--steps", "1"], &[])
+        .ok();
+    assert_eq!(sb.list_ids().len(), 2);
+    assert!(!sb.path().join("x").exists());
 }
 
 #[test]

@@ -11,7 +11,6 @@ mod demo;
 mod output;
 mod target;
 
-use clap::Parser;
 use std::process::ExitCode;
 
 /// A failure the CLI reports: one line on stderr and an exit code.
@@ -52,9 +51,7 @@ impl From<caf_core::Error> for Failure {
 pub type CmdResult = Result<(), Failure>;
 
 fn main() -> ExitCode {
-    // (`caf schema --version V` names a format version: that command disables clap's version
-    // flag in cli.rs.)
-    let cli = cli::Cli::parse();
+    let cli = cli::parse();
     match commands::run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(Failure::Failed(lines)) => {

@@ -61,7 +61,7 @@ pub fn execution_id(s: &str) -> Result<ExecutionId, Failure> {
 fn schema(version: Option<&str>) -> CmdResult {
     let version = version.unwrap_or(caf_core::CURRENT_VERSION);
     let text = caf_core::format::schema::schema_text(version).ok_or_else(|| {
-        Failure::msg(format!(
+        Failure::Usage(format!(
             "no schema for format version {version:?}; known versions: {}",
             caf_core::format::migrate::known_versions().join(", ")
         ))
