@@ -724,6 +724,50 @@ fn validate_reports_each_problem_with_file_and_pointer() {
     );
 }
 
+/// As on a terminal (stdout and stderr interleaved): every file on one line of its own, in
+/// order, valid or not; an invalid file's errors right after its line; the summary last.
+#[test]
+fn validate_lists_every_file_once_and_the_summary_last() {
+    let sb = Sandbox::new();
+    sb.demo(&["--steps", "1"]);
+    let hostile = fixtures().join("hostile");
+    let wrong = hostile.join("wrong-types.json");
+    let empty = hostile.join("empty.json");
+    let minimal = fixtures().join("v1.0.0/minimal.json");
+    let (code, text) = sb.caf_interleaved(&["validate", s(&wrong), s(&minimal), s(&empty)]);
+    assert_eq!(code, 1, "{text}");
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.last(), Some(&"1 valid, 2 invalid"), "{text}");
+    let listed: Vec<&str> = lines
+        .iter()
+        .filter(|l| !l.starts_with("error: "))
+        .copied()
+        .collect();
+    assert_eq!(
+        listed,
+        [
+            format!("invalid  {}", s(&wrong)),
+            format!("ok       {}  1.0.0", s(&minimal)),
+            format!("invalid  {}", s(&empty)),
+            "1 valid, 2 invalid".to_string(),
+        ],
+        "{text}"
+    );
+    // Each invalid file's errors follow its line.
+    let at = |needle: &str| lines.iter().position(|l| *l == needle).unwrap();
+    let wrong_at = at(&format!("invalid  {}", s(&wrong)));
+    assert!(
+        lines[wrong_at + 1].starts_with(&format!("error: {}: at /", s(&wrong))),
+        "{text}"
+    );
+    let empty_at = at(&format!("invalid  {}", s(&empty)));
+    assert!(
+        lines[empty_at + 1].starts_with(&format!("error: {}: ", s(&empty))),
+        "{text}"
+    );
+    assert_eq!(empty_at + 2, lines.len() - 1, "{text}");
+}
+
 #[test]
 fn validate_json_report() {
     let sb = Sandbox::new();

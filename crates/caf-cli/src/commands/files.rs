@@ -2,7 +2,7 @@
 
 use super::{checkpoint_id, open_existing};
 use crate::cli::ExportArgs;
-use crate::output::{self, GREEN};
+use crate::output::{self, GREEN, RED};
 use crate::target::Target;
 use crate::{error_lines, CmdResult, Failure};
 use caf_core::format::{encode, Decoded, Limits};
@@ -48,45 +48,57 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), Failure> {
     Ok(())
 }
 
-/// Checks files; exit 1 unless every one is valid.
+/// Checks files; exit 1 unless every one is valid. On the terminal: one line per file, in
+/// order (`ok` or `invalid`), each invalid file's errors right after its line (on stderr), and
+/// the summary last.
 pub fn validate(json: bool, paths: &[PathBuf]) -> CmdResult {
     let files = expand(paths)?;
     let mut report = Vec::new();
     let mut problems = Vec::new();
+    let mut invalid = 0;
     for f in &files {
+        let path = f.display().to_string();
         match read_checkpoint_file(f, &Limits::default()) {
-            Ok(d) => report.push(json!({
-                "path": f.display().to_string(), "valid": true,
-                "version": d.source_version, "id": d.checkpoint.id,
-            })),
+            Ok(d) => {
+                if !json {
+                    let mut o = anstream::stdout();
+                    let _ = writeln!(o, "{GREEN}ok{GREEN:#}       {path}  {}", d.source_version);
+                }
+                report.push(json!({
+                    "path": path, "valid": true,
+                    "version": d.source_version, "id": d.checkpoint.id,
+                }));
+            }
             Err(e) => {
+                invalid += 1;
                 let lines = error_lines(&e);
-                report.push(
-                    json!({"path": f.display().to_string(), "valid": false, "errors": lines}),
-                );
-                problems.extend(lines);
+                if json {
+                    problems.extend(lines.iter().cloned());
+                } else {
+                    let mut o = anstream::stdout();
+                    let _ = writeln!(o, "{RED}invalid{RED:#}  {path}");
+                    let _ = o.flush();
+                    for l in &lines {
+                        output::error_line(l);
+                    }
+                }
+                report.push(json!({"path": path, "valid": false, "errors": lines}));
             }
         }
     }
-    let invalid = report.iter().filter(|r| r["valid"] == false).count();
     if json {
         output::print_json(&report);
-    } else {
-        for r in report.iter().filter(|r| r["valid"] == true) {
-            let mut o = anstream::stdout();
-            let _ = writeln!(
-                o,
-                "{GREEN}ok{GREEN:#}  {}  {}",
-                r["path"].as_str().unwrap_or_default(),
-                r["version"].as_str().unwrap_or_default()
-            );
+        for l in &problems {
+            output::error_line(l);
         }
+    } else {
         crate::say!("{} valid, {invalid} invalid", files.len() - invalid);
     }
     if invalid == 0 {
         Ok(())
     } else {
-        Err(Failure::Failed(problems))
+        // Every error line is printed already.
+        Err(Failure::Failed(Vec::new()))
     }
 }
 
