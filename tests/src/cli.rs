@@ -193,7 +193,7 @@ impl Out {
 }
 
 /// Runs `caf` with `args` in `cwd`, with `envs` set (after `CAF_DIR`, the colour-forcing
-/// variables, `TERM` and `RUST_BACKTRACE` are removed), stdin closed and stdout and stderr
+/// variables, `TERM`, `COLUMNS` and `RUST_BACKTRACE` are removed), stdin closed and stdout and stderr
 /// captured, and checks what every run must satisfy: it exits (within a minute, else it is killed
 /// and this panics), prints no ANSI escape codes and does not panic.
 pub fn run_caf(cwd: &Path, args: &[&str], envs: &[(&str, &str)]) -> Out {
@@ -212,6 +212,7 @@ pub fn run_caf(cwd: &Path, args: &[&str], envs: &[(&str, &str)]) -> Out {
         "NO_COLOR",
         "TERM",
         "RUST_BACKTRACE",
+        "COLUMNS",
     ] {
         cmd.env_remove(var);
     }

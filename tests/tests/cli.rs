@@ -412,9 +412,67 @@ fn list_filters_and_pages() {
     assert_eq!(combined.len(), 1);
     assert_eq!(combined[0]["execution_id"], exec);
 
-    // An empty result is not an error.
+    // An empty result is not an error, and it says that the filter matched nothing (not that
+    // the store is empty).
     let out = sb.caf(&["list", "--agent", "someone-else"]).ok();
-    assert!(out.out().contains("no checkpoints"), "{}", out.describe());
+    assert_eq!(
+        out.out().trim_end(),
+        format!(
+            "no checkpoint matches --agent someone-else ({} holds 12 checkpoints)",
+            sb.store_str()
+        ),
+        "{}",
+        out.describe()
+    );
+    let out = sb.caf(&["list", "--reason", "error", "-n", "3"]).ok();
+    assert!(
+        out.out()
+            .contains("no checkpoint matches --reason error --limit 3"),
+        "{}",
+        out.describe()
+    );
+}
+
+/// On a terminal (or with `COLUMNS`), the table fits the width: the time loses its age, then
+/// execution ids become their shortest unique prefix, the size and the date go, then the
+/// execution column; checkpoint ids stay whole (other commands take them). Into a pipe, the
+/// whole table.
+#[test]
+fn list_fits_the_terminal_width() {
+    let sb = Sandbox::new();
+    sb.demo(&["--executions", "2", "--steps", "2", "--crash-at", "0"]);
+    let items = sb.list(&[]);
+    let list = |columns: &str| {
+        sb.caf_plain(&["--dir", &sb.store_str(), "list"], &[("COLUMNS", columns)])
+            .ok()
+            .out()
+    };
+    let full = sb.caf(&["list"]).ok().out();
+    let widest = full.lines().map(|l| l.chars().count()).max().unwrap();
+    assert!(widest > 150, "{full}");
+    assert_eq!(list("400"), full);
+    for columns in [120, 100, 80] {
+        let text = list(&columns.to_string());
+        for line in text.lines() {
+            assert!(
+                line.chars().count() <= columns,
+                "{columns}: {line:?}\n{text}"
+            );
+        }
+        let rows: Vec<&str> = text.lines().skip(1).collect();
+        assert_eq!(rows.len(), items.len(), "{text}");
+        for (row, item) in rows.iter().zip(&items) {
+            assert_eq!(row.split_whitespace().next(), item["id"].as_str(), "{text}");
+        }
+    }
+    let text = list("120");
+    let exec = items[0]["execution_id"].as_str().unwrap();
+    assert!(!text.contains(exec), "{text}");
+    assert!(text.contains(&format!("{}…", &exec[..13])), "{text}");
+    assert!(text.contains("SIZE"), "{text}");
+    let text = list("80");
+    assert!(!text.contains("EXECUTION"), "{text}");
+    assert!(text.contains("ago"), "{text}");
 }
 
 #[test]
