@@ -1219,6 +1219,22 @@ fn bench_prints_figures_and_cleans_up() {
         let v = figures[key].as_f64();
         assert!(v.is_some_and(|v| v > 0.0), "{key}: {report}");
     }
+    // Figures are rounded to the nanosecond: no `3547.6079999999997`.
+    for (key, v) in figures.as_object().unwrap() {
+        if let Some(f) = v.as_f64() {
+            assert_eq!((f * 1000.0).round() / 1000.0, f, "{key}: {report}");
+        }
+    }
+    // A debug build says that its figures are not representative (the binary under test is
+    // built in the profile of this test, unless CAF_TEST_BIN names another).
+    if std::env::var_os("CAF_TEST_BIN").is_none() {
+        assert_eq!(
+            out.err().contains("warning: this caf is a debug build"),
+            cfg!(debug_assertions),
+            "{}",
+            out.describe()
+        );
+    }
     assert_eq!(
         std::fs::read_dir(&scratch).unwrap().count(),
         0,
@@ -1228,6 +1244,12 @@ fn bench_prints_figures_and_cleans_up() {
     // The table, with the default scratch directory (next to --dir, i.e. the sandbox).
     let out = sb.caf(&["bench", "--executions", "1", "--steps", "2"]).ok();
     assert!(out.out().contains("SAVE"), "{}", out.describe());
+    // Progress in the command line's words.
+    assert!(
+        out.err().contains("measuring files: 1 execution x 2 steps"),
+        "{}",
+        out.describe()
+    );
     assert!(out.out().contains("files"), "{}", out.describe());
     assert_eq!(
         std::fs::read_dir(sb.path()).unwrap().count(),

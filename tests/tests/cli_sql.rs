@@ -432,6 +432,50 @@ fn bench_measures_the_database_modes() {
     assert!(out.err().contains("--db"), "{}", out.describe());
 }
 
+/// PostgreSQL's row of the benchmark shows what its tables take on the server, not `0 B`.
+#[test]
+fn bench_measures_postgres_size_on_the_server() {
+    let Some(base) = std::env::var("CAF_TEST_POSTGRES_URL")
+        .ok()
+        .filter(|u| !u.is_empty())
+    else {
+        eprintln!("SKIPPED bench_measures_postgres_size_on_the_server: set CAF_TEST_POSTGRES_URL (e.g. postgres://postgres@127.0.0.1:5432/test)");
+        return;
+    };
+    let sb = Sandbox::new();
+    let args = [
+        "--db",
+        base.as_str(),
+        "--json",
+        "bench",
+        "--mode",
+        "postgres",
+        "--executions",
+        "1",
+        "--steps",
+        "3",
+    ];
+    let out = sb.caf_plain(&args, &[]).ok().json();
+    assert_eq!(out[0]["mode"], "postgres", "{out}");
+    assert!(out[0]["disk_bytes"].as_u64().unwrap() > 0, "{out}");
+}
+
+/// Averages in `stats --json` are rounded (three decimals), not `2.3333333333333335`.
+#[test]
+fn stats_averages_are_rounded() {
+    let sb = Sandbox::new();
+    sb.demo(&["--executions", "3", "--steps", "2"]);
+    let stats = sb.caf(&["--json", "stats"]).ok().json();
+    let averages = stats["totals"]["averages"].as_object().unwrap();
+    let mut fractional = 0;
+    for (key, v) in averages {
+        let f = v.as_f64().unwrap();
+        assert_eq!((f * 1000.0).round() / 1000.0, f, "{key}: {stats}");
+        fractional += usize::from(f.fract() != 0.0);
+    }
+    assert!(fractional > 0, "no average to round here: {stats}");
+}
+
 #[test]
 fn reading_never_creates_a_database() {
     let sb = Sandbox::new();
