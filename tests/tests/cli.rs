@@ -1036,6 +1036,78 @@ fn export_writes_the_stored_bytes() {
     assert!(std::fs::read(&target).unwrap() == std::fs::read(sb.path_of(&id)).unwrap());
     // The exported files import and validate.
     sb.caf(&["validate", s(&sb.path().join("out"))]).ok();
+    // With --json, what was written is reported on stdout (and nothing else).
+    let out = sb.caf(&["--json", "export", &id, "-o", s(&target)]).ok();
+    let report = out.json();
+    assert_eq!(report["id"], id.as_str(), "{report}");
+    assert_eq!(report["path"], s(&target), "{report}");
+    assert_eq!(
+        report["bytes"].as_u64(),
+        Some(std::fs::metadata(&target).unwrap().len()),
+        "{report}"
+    );
+    assert!(out.err().is_empty(), "{}", out.describe());
+}
+
+/// One failure is one error line (the outcome follows it after a semicolon); several get a
+/// line each and the outcome on a line of its own. Counts agree with their nouns.
+#[test]
+fn one_problem_is_one_line_and_counts_agree_with_their_nouns() {
+    let sb = Sandbox::new();
+    sb.demo(&["--steps", "1"]);
+    let empty = fixtures().join("hostile/empty.json");
+    let bad = fixtures().join("hostile/version-banana.json");
+    let out = sb.caf(&["import", s(&empty)]).fails(1);
+    let errors = out.errors();
+    assert_eq!(errors.len(), 1, "{}", out.describe());
+    assert!(
+        errors[0].contains(s(&empty))
+            && errors[0].ends_with("nothing imported: 1 of 1 file is invalid"),
+        "{}",
+        out.describe()
+    );
+    let out = sb.caf(&["import", s(&empty), s(&bad)]).fails(1);
+    assert_eq!(out.errors().len(), 3, "{}", out.describe());
+    let dir = sb.path().join("m");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(&empty, dir.join("e.json")).unwrap();
+    let out = sb
+        .caf_plain(&["migrate", s(&dir.join("e.json"))], &[])
+        .fails(1);
+    assert_eq!(out.errors().len(), 1, "{}", out.describe());
+    assert!(
+        out.err().contains("the file was left untouched"),
+        "{}",
+        out.describe()
+    );
+    // Plurals.
+    let minimal = fixtures().join("v1.0.0/minimal.json");
+    let out = sb.caf(&["import", s(&minimal)]).ok();
+    assert!(
+        out.out().contains("1 checkpoint imported into"),
+        "{}",
+        out.describe()
+    );
+    let out = sb.caf(&["sql", "SELECT 1"]).ok();
+    assert!(out.out().ends_with("1 row\n"), "{}", out.describe());
+    let out = sb
+        .caf(&["stats", "--execution", "exec_golden_minimal"])
+        .ok();
+    assert!(
+        out.out().contains("\n1 execution, 1 checkpoint, "),
+        "{}",
+        out.describe()
+    );
+    let out = sb.caf(&["query", "tool-calls", "--tool", "search"]).ok();
+    assert!(out.out().ends_with("1 tool call\n"), "{}", out.describe());
+    let out = sb
+        .caf(&["delete", "--execution", "exec_golden_minimal"])
+        .ok();
+    assert!(
+        out.out().contains("deleted 1 checkpoint of execution"),
+        "{}",
+        out.describe()
+    );
 }
 
 #[test]
@@ -1092,6 +1164,8 @@ fn delete_checkpoints() {
     assert!(!out
         .err()
         .contains(&format!("checkpoint {} not found", all[1])));
+    // One problem, one line.
+    assert_eq!(out.err().lines().count(), 1, "{}", out.describe());
     assert_eq!(files(&sb.store()), before);
     // An invalid id: nothing is deleted.
     sb.caf(&["delete", &all[1], "../x"]).fails(1);

@@ -149,7 +149,8 @@ pub struct PathsArgs {
 pub struct ExportArgs {
     /// The checkpoint id.
     pub id: String,
-    /// Where to write (default: stdout).
+    /// Where to write (default: stdout). With --json, what was written is reported as JSON on
+    /// stdout.
     #[arg(long, short = 'o')]
     pub output: Option<PathBuf>,
 }

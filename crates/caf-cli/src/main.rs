@@ -27,6 +27,20 @@ impl Failure {
     pub fn msg(m: impl std::fmt::Display) -> Self {
         Self::Failed(vec![m.to_string()])
     }
+
+    /// A failed operation: one line per problem, then what came of it (`nothing imported`).
+    /// A single problem stays one line, with the outcome after a semicolon.
+    pub fn with_outcome(mut problems: Vec<String>, outcome: impl Into<String>) -> Self {
+        let outcome = outcome.into();
+        match problems.as_mut_slice() {
+            [one] => {
+                one.push_str("; ");
+                one.push_str(&outcome);
+            }
+            _ => problems.push(outcome),
+        }
+        Self::Failed(problems)
+    }
 }
 
 /// The lines that report a library error: a schema error gives one line per violation.

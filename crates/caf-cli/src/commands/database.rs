@@ -175,13 +175,13 @@ pub fn print_stats(s: &Stats) {
     let mut o = anstream::stdout();
     let _ = writeln!(
         o,
-        "\n{} executions, {} checkpoints, {} thoughts, {} tool calls ({} failed), {} tokens",
-        tot.executions,
-        tot.checkpoints,
-        tot.thoughts,
-        tot.tool_calls,
+        "\n{}, {}, {}, {} ({} failed), {}",
+        output::count(tot.executions, "execution"),
+        output::count(tot.checkpoints, "checkpoint"),
+        output::count(tot.thoughts, "thought"),
+        output::count(tot.tool_calls, "tool call"),
         tot.failed_tool_calls,
-        tot.tokens_used
+        output::count(tot.tokens_used, "token")
     );
     let _ = writeln!(
         o,
@@ -259,7 +259,7 @@ pub fn query(t: &Target, json: bool, q: &QueryCommand) -> CmdResult {
                 ]);
             }
             t.print();
-            crate::say!("{} tool calls", rows.len());
+            crate::say!("{}", output::count_of(rows.len(), "tool call"));
         }
         QueryCommand::Thoughts { contains } => {
             let rows = db
@@ -286,7 +286,7 @@ pub fn query(t: &Target, json: bool, q: &QueryCommand) -> CmdResult {
                 ]);
             }
             t.print();
-            crate::say!("{} thoughts", rows.len());
+            crate::say!("{}", output::count_of(rows.len(), "thought"));
         }
     }
     Ok(())
@@ -318,6 +318,6 @@ pub fn sql(t: &Target, json: bool, a: &SqlArgs) -> CmdResult {
         );
     }
     table.print();
-    crate::say!("{} rows", rows.rows.len());
+    crate::say!("{}", output::count_of(rows.rows.len(), "row"));
     Ok(())
 }

@@ -114,12 +114,13 @@ pub fn import(t: &Target, json: bool, paths: &[PathBuf]) -> CmdResult {
         }
     }
     if !problems.is_empty() {
-        problems.push(format!(
-            "nothing imported: {} of {} files are invalid",
-            files.len() - decoded.len(),
-            files.len()
-        ));
-        return Err(Failure::Failed(problems));
+        let bad = files.len() - decoded.len();
+        let outcome = format!(
+            "nothing imported: {bad} of {} {} invalid",
+            output::count_of(files.len(), "file"),
+            if bad == 1 { "is" } else { "are" }
+        );
+        return Err(Failure::with_outcome(problems, outcome));
     }
     // The same checkpoint given twice is imported once; two different ones with one id, never.
     let mut seen: std::collections::HashMap<caf_core::CheckpointId, usize> = Default::default();
@@ -140,8 +141,7 @@ pub fn import(t: &Target, json: bool, paths: &[PathBuf]) -> CmdResult {
         }
     }
     if !problems.is_empty() {
-        problems.push("nothing imported".into());
-        return Err(Failure::Failed(problems));
+        return Err(Failure::with_outcome(problems, "nothing imported"));
     }
     let decoded = unique;
     let store = t.open_or_create()?;
@@ -160,8 +160,7 @@ pub fn import(t: &Target, json: bool, paths: &[PathBuf]) -> CmdResult {
         }
     }
     if !problems.is_empty() {
-        problems.push("nothing imported".into());
-        return Err(Failure::Failed(problems));
+        return Err(Failure::with_outcome(problems, "nothing imported"));
     }
     let mut saved = Vec::new();
     for (f, d) in &decoded {
@@ -185,13 +184,18 @@ pub fn import(t: &Target, json: bool, paths: &[PathBuf]) -> CmdResult {
     if json {
         output::print_json(&saved);
     } else {
-        crate::say!("{} checkpoints imported into {}", saved.len(), t.describe());
+        crate::say!(
+            "{} imported into {}",
+            output::count_of(saved.len(), "checkpoint"),
+            t.describe()
+        );
     }
     Ok(())
 }
 
-/// Writes a checkpoint to a file (atomically) or to stdout.
-pub fn export(t: &Target, a: &ExportArgs) -> CmdResult {
+/// Writes a checkpoint to a file (atomically) or to stdout. With `-o` and `--json`, stdout gets
+/// what was written: `{"id", "path", "bytes"}` (without `-o` the document itself is the JSON).
+pub fn export(t: &Target, json: bool, a: &ExportArgs) -> CmdResult {
     let id = checkpoint_id(&a.id)?;
     let store = open_existing(t)?;
     let c = store.load(&id)?;
@@ -199,11 +203,17 @@ pub fn export(t: &Target, a: &ExportArgs) -> CmdResult {
     match &a.output {
         Some(path) => {
             write_atomic(path, None, &bytes, AtomicWriteOptions::default())?;
-            eprintln!(
-                "exported {id} to {} ({})",
-                path.display(),
-                output::bytes(bytes.len() as u64)
-            );
+            if json {
+                output::print_json(&json!({
+                    "id": id, "path": path.display().to_string(), "bytes": bytes.len(),
+                }));
+            } else {
+                eprintln!(
+                    "exported {id} to {} ({})",
+                    path.display(),
+                    output::bytes(bytes.len() as u64)
+                );
+            }
         }
         None => {
             let _ = std::io::stdout().lock().write_all(&bytes);

@@ -29,7 +29,7 @@ pub fn run(cli: Cli) -> CmdResult {
         Command::Inspect(a) => inspect::run(dir, json, &a),
         Command::Validate(a) => files::validate(json, &a.paths),
         Command::Import(a) => files::import(dir, json, &a.paths),
-        Command::Export(a) => files::export(dir, &a),
+        Command::Export(a) => files::export(dir, json, &a),
         Command::Delete(a) => delete::run(dir, json, &a),
         Command::Migrate(a) => migrate::run(json, &a),
         Command::Schema(a) => schema(a.format_version.as_deref()),
