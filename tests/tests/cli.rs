@@ -826,6 +826,62 @@ fn validate_lists_every_file_once_and_the_summary_last() {
     assert_eq!(empty_at + 2, lines.len() - 1, "{text}");
 }
 
+/// Parser and schema messages in words a user understands, keeping the line and column or the
+/// JSON Pointer; one line per problem, even when the schema finds two things wrong in one place.
+#[test]
+fn error_messages_say_what_is_wrong_in_words() {
+    let sb = Sandbox::new();
+    let hostile = fixtures().join("hostile");
+    let cases = [
+        (
+            "empty.json",
+            "line 1 column 0 (near /): the file is empty",
+            "EOF while",
+        ),
+        (
+            "utf8-bom-prefixed.json",
+            "byte order mark (BOM), which JSON does not allow",
+            "expected value",
+        ),
+        (
+            "id-path-traversal.json",
+            r#"at /id: "../../etc/passwd" is not a valid id (1 to 128 of A-Z a-z 0-9 _ - . : @, not starting with a dot), and must not contain "..""#,
+            "is not allowed",
+        ),
+        (
+            "counter-as-float-1.0.json",
+            "at /metadata/tokens_used: 1.0 is not a whole number from 0 to 18446744073709551615",
+            "expected u64",
+        ),
+        (
+            "unknown-top-level-field.json",
+            r#"at /: unknown field "x_custom""#,
+            "Additional properties",
+        ),
+    ];
+    for (file, says, not) in cases {
+        let path = hostile.join(file);
+        let out = sb.caf_plain(&["validate", s(&path)], &[]).fails(1);
+        let errors = out.errors();
+        assert_eq!(errors.len(), 1, "{}", out.describe());
+        assert!(errors[0].contains(s(&path)), "{}", out.describe());
+        assert!(errors[0].contains(says), "{file}: {}", out.describe());
+        assert!(!errors[0].contains(not), "{file}: {}", out.describe());
+    }
+    // Analytics on a directory that does not exist: no suggestion of `caf sync`, which would
+    // fail there too.
+    let out = sb
+        .caf_plain(&["--dir", "/nonexistent", "stats"], &[])
+        .fails(1);
+    assert_eq!(out.errors().len(), 1, "{}", out.describe());
+    assert!(
+        out.err().contains("no checkpoint directory"),
+        "{}",
+        out.describe()
+    );
+    assert!(!out.err().contains("caf sync"), "{}", out.describe());
+}
+
 #[test]
 fn validate_json_report() {
     let sb = Sandbox::new();

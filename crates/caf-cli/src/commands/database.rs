@@ -15,6 +15,19 @@ fn sql_failure(db: &SqlStore, e: impl std::fmt::Display) -> Failure {
     Failure::msg(format!("{}: {e}", crate::target::redact(&db.location())))
 }
 
+/// The database the analytics commands read (`stats`, `query`, `sql`): the one given, else the
+/// directory's own, which must exist. A directory that does not exist is said so (suggesting
+/// `caf sync` there would only lead to another error).
+fn analytics_db(t: &Target) -> Result<SqlStore, Failure> {
+    if t.db.is_none() && !t.dir.is_dir() {
+        return Err(Failure::msg(format!(
+            "{}: no checkpoint directory here, so no database either (pass --dir DIR of a store, or --db URL)",
+            t.dir.display()
+        )));
+    }
+    t.database(false)
+}
+
 /// The files and the database of a hybrid target (the directory must exist).
 fn both(t: &Target) -> Result<(FileStore, SqlStore), Failure> {
     if t.no_files {
@@ -199,7 +212,7 @@ pub fn print_stats(s: &Stats) {
 
 /// `caf stats`.
 pub fn stats(t: &Target, json: bool, a: &StatsArgs) -> CmdResult {
-    let db = t.database(false)?;
+    let db = analytics_db(t)?;
     let exec = a.execution.as_deref().map(execution_id).transpose()?;
     let s = db.stats(exec.as_ref()).map_err(|e| sql_failure(&db, e))?;
     if let (Some(e), true) = (&exec, s.executions.is_empty()) {
@@ -217,7 +230,7 @@ pub fn stats(t: &Target, json: bool, a: &StatsArgs) -> CmdResult {
 
 /// `caf query tool-calls` / `caf query thoughts`.
 pub fn query(t: &Target, json: bool, q: &QueryCommand) -> CmdResult {
-    let db = t.database(false)?;
+    let db = analytics_db(t)?;
     let plain = Style::new();
     match q {
         QueryCommand::ToolCalls { tool, failed } => {
@@ -294,7 +307,7 @@ pub fn query(t: &Target, json: bool, q: &QueryCommand) -> CmdResult {
 
 /// `caf sql`: a read-only statement; writes are refused by the database connection.
 pub fn sql(t: &Target, json: bool, a: &SqlArgs) -> CmdResult {
-    let db = t.database(false)?;
+    let db = analytics_db(t)?;
     let rows = db
         .read_only_sql(&a.statement)
         .map_err(|e| sql_failure(&db, e))?;
