@@ -226,8 +226,15 @@ pub enum QueryCommand {
 
 /// `caf sql`.
 #[derive(Debug, Args)]
+#[command(
+    after_help = "Tables, views and columns, with example queries: docs/sql.md. Times in the \
+tables are integer microseconds since the Unix epoch (UTC); the views executions_v, \
+checkpoints_v, thoughts_v and tool_calls_v show them readably. A failed or refused statement \
+exits 1."
+)]
 pub struct SqlArgs {
-    /// The statement (read-only: the database connection refuses writes).
+    /// One statement, read-only: the database connection refuses writes, and a text with
+    /// several statements (or none) is refused before anything runs.
     pub statement: String,
 }
 
