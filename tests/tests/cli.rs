@@ -492,16 +492,20 @@ fn list_of_a_missing_directory_fails_with_one_line() {
     assert!(!sb.store().exists(), "list created the directory");
 }
 
+/// A malformed id (or reason) is bad usage, exit 2: the command line alone is wrong. An id
+/// that is well formed but names nothing fails the operation, exit 1.
 #[test]
 fn list_refuses_bad_ids() {
     let sb = Sandbox::new();
     sb.demo(&["--steps", "2"]);
-    let out = sb.caf(&["list", "--execution", "../x"]).fails(1);
+    let out = sb.caf(&["list", "--execution", "../x"]).fails(2);
     assert_eq!(out.errors().len(), 1, "{}", out.describe());
     assert!(out.err().contains("../x"), "{}", out.describe());
     assert!(out.err().contains("execution id"), "{}", out.describe());
-    sb.caf(&["list", "--before", "../x"]).fails(1);
-    sb.caf(&["list", "--execution", ""]).fails(1);
+    sb.caf(&["list", "--before", "../x"]).fails(2);
+    sb.caf(&["list", "--execution", ""]).fails(2);
+    let out = sb.caf(&["list", "--reason", "Not Snake"]).fails(2);
+    assert!(out.err().contains("--reason"), "{}", out.describe());
     // A cursor that names no checkpoint is an error, not an empty page.
     let out = sb.caf(&["list", "--before", "ckpt_nope"]).fails(1);
     assert!(out.err().contains("ckpt_nope"), "{}", out.describe());
@@ -660,7 +664,7 @@ fn inspect_unknown_or_bad_targets_fail() {
         out.describe()
     );
     // An id with characters ids may not have.
-    let out = sb.caf(&["inspect", "ckpt_a\\b"]).fails(1);
+    let out = sb.caf(&["inspect", "ckpt_a\\b"]).fails(2);
     assert!(
         out.err().contains("not a valid checkpoint id"),
         "{}",
@@ -1177,7 +1181,7 @@ fn export_of_an_unknown_checkpoint_fails() {
     assert!(!target.exists());
     let out = sb.caf(&["export", "ckpt_nope"]).fails(1);
     assert!(out.stdout.is_empty());
-    sb.caf(&["export", "../../etc/passwd"]).fails(1);
+    sb.caf(&["export", "../../etc/passwd"]).fails(2);
     // Into a directory that does not exist.
     let id = sb.list(&[])[0]["id"].as_str().unwrap().to_string();
     sb.caf(&[
@@ -1224,7 +1228,7 @@ fn delete_checkpoints() {
     assert_eq!(out.err().lines().count(), 1, "{}", out.describe());
     assert_eq!(files(&sb.store()), before);
     // An invalid id: nothing is deleted.
-    sb.caf(&["delete", &all[1], "../x"]).fails(1);
+    sb.caf(&["delete", &all[1], "../x"]).fails(2);
     assert_eq!(files(&sb.store()), before);
     // Two known ids.
     let out = sb.caf(&["--json", "delete", &all[1], &all[2]]).ok();
@@ -1253,7 +1257,7 @@ fn delete_checkpoints() {
     let out = sb.caf(&["--json", "delete", "-e", other]).ok();
     assert_eq!(out.json()["deleted"], m);
     assert!(sb.list(&[]).is_empty());
-    sb.caf(&["delete", "--execution", "../x"]).fails(1);
+    sb.caf(&["delete", "--execution", "../x"]).fails(2);
     // No arguments: bad usage.
     sb.caf(&["delete"]).fails(2);
     // No store.

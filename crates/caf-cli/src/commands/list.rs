@@ -17,7 +17,10 @@ pub fn run(t: &Target, json: bool, a: &ListArgs) -> CmdResult {
         reason: a
             .reason
             .as_deref()
-            .map(|r| r.parse::<CheckpointReason>().map_err(Failure::msg))
+            .map(|r| {
+                r.parse::<CheckpointReason>()
+                    .map_err(|e| Failure::Usage(format!("--reason {r:?}: {e}")))
+            })
             .transpose()?,
         label: a.label.clone(),
         before: a.before.as_deref().map(checkpoint_id).transpose()?,

@@ -48,14 +48,17 @@ pub fn open_existing(t: &Target) -> Result<&Store, Failure> {
     t.open_existing()
 }
 
-/// Parses a checkpoint id given on the command line.
+/// Parses a checkpoint id given on the command line. A malformed one is bad usage (exit 2): the
+/// command line alone is wrong, whatever the store holds; a well-formed id the store lacks is a
+/// failed operation (exit 1).
 pub fn checkpoint_id(s: &str) -> Result<CheckpointId, Failure> {
-    CheckpointId::new(s).map_err(|e| Failure::msg(format!("{s:?}: not a valid checkpoint id: {e}")))
+    CheckpointId::new(s)
+        .map_err(|e| Failure::Usage(format!("{s:?}: not a valid checkpoint id: {e}")))
 }
 
-/// Parses an execution id given on the command line.
+/// Parses an execution id given on the command line (malformed: bad usage, exit 2).
 pub fn execution_id(s: &str) -> Result<ExecutionId, Failure> {
-    ExecutionId::new(s).map_err(|e| Failure::msg(format!("{s:?}: not a valid execution id: {e}")))
+    ExecutionId::new(s).map_err(|e| Failure::Usage(format!("{s:?}: not a valid execution id: {e}")))
 }
 
 fn schema(version: Option<&str>) -> CmdResult {
