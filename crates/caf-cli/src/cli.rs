@@ -5,7 +5,17 @@ use std::path::PathBuf;
 
 /// caf: checkpoints for AI agents — inspect, validate, import, export and benchmark them.
 #[derive(Debug, Parser)]
-#[command(name = "caf", version, about, long_about = None, propagate_version = true)]
+#[command(
+    name = "caf",
+    version,
+    about,
+    long_about = None,
+    propagate_version = true,
+    after_help = "Exit codes: 0 success; 1 a failed operation (an id the store lacks, a damaged \
+file, a refused SQL statement, unreadable files skipped by sync or reindex without \
+--allow-skipped); 2 bad usage (the command line alone is wrong: an unknown option, a malformed \
+id, a format version caf does not know). Each error is one line on stderr."
+)]
 pub struct Cli {
     /// The checkpoint directory (an empty CAF_DIR counts as unset).
     #[arg(long, global = true, env = "CAF_DIR", default_value = "./checkpoints")]
