@@ -193,7 +193,7 @@ impl Out {
 }
 
 /// Runs `caf` with `args` in `cwd`, with `envs` set (after `CAF_DIR`, the colour-forcing
-/// variables, `TERM` and `RUST_BACKTRACE` are removed), stdin closed and stdout and stderr
+/// variables, `TERM`, `COLUMNS` and `RUST_BACKTRACE` are removed), stdin closed and stdout and stderr
 /// captured, and checks what every run must satisfy: it exits (within a minute, else it is killed
 /// and this panics), prints no ANSI escape codes and does not panic.
 pub fn run_caf(cwd: &Path, args: &[&str], envs: &[(&str, &str)]) -> Out {
@@ -212,6 +212,7 @@ pub fn run_caf(cwd: &Path, args: &[&str], envs: &[(&str, &str)]) -> Out {
         "NO_COLOR",
         "TERM",
         "RUST_BACKTRACE",
+        "COLUMNS",
     ] {
         cmd.env_remove(var);
     }
@@ -324,6 +325,30 @@ impl Sandbox {
     /// `caf ARGS…` with no `--dir`, in the sandbox, with `envs` set.
     pub fn caf_plain(&self, args: &[&str], envs: &[(&str, &str)]) -> Out {
         run_caf(self.path(), args, envs)
+    }
+
+    /// `caf ARGS…` (no `--dir`) in the sandbox, with stdout and stderr going to one file, as on
+    /// a terminal: the exit code and everything printed, in the order it was printed.
+    pub fn caf_interleaved(&self, args: &[&str]) -> (i32, String) {
+        let file = tempfile::tempfile().unwrap();
+        let status = Command::new(caf_bin())
+            .current_dir(self.path())
+            .args(args)
+            .env_remove("CAF_DIR")
+            .env_remove("CAF_DATABASE_URL")
+            .env_remove("DATABASE_URL")
+            .env("NO_COLOR", "1")
+            .stdin(Stdio::null())
+            .stdout(Stdio::from(file.try_clone().unwrap()))
+            .stderr(Stdio::from(file.try_clone().unwrap()))
+            .status()
+            .unwrap();
+        let mut file = file;
+        std::io::Seek::rewind(&mut file).unwrap();
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut file, &mut text).unwrap();
+        assert!(!text.contains("panicked"), "caf {}: {text}", args.join(" "));
+        (status.code().unwrap(), text)
     }
 
     /// Runs the demo into the store (`caf --json demo ARGS…`, which must succeed) and returns its

@@ -248,9 +248,23 @@ fn demo_without_a_crash() {
     assert_eq!(e["checkpoints"], 4, "{report}");
     assert!(e["crashed_at_step"].is_null(), "{report}");
     assert!(e["resumed_from"].is_null(), "{report}");
-    // A crash after the last step never happens either.
-    let report = Sandbox::new().demo(&["--steps", "3", "--crash-at", "9"]);
+    // A crash after the last step would never happen: asking for one is bad usage, and
+    // nothing is written.
+    let sb = Sandbox::new();
+    let out = sb
+        .caf(&["demo", "--steps", "3", "--crash-at", "9"])
+        .fails(2);
+    assert!(
+        out.err().contains("--crash-at 9 is past the last step (3)"),
+        "{}",
+        out.describe()
+    );
+    assert!(!sb.store().exists());
+    // The default (step 5) only applies when there is a step 5.
+    let report = sb.demo(&["--steps", "3"]);
     assert!(report["executions"][0]["crashed_at_step"].is_null());
+    let report = Sandbox::new().demo(&["--steps", "3", "--crash-at", "3"]);
+    assert_eq!(report["executions"][0]["crashed_at_step"], 3);
 }
 
 #[test]
@@ -398,9 +412,67 @@ fn list_filters_and_pages() {
     assert_eq!(combined.len(), 1);
     assert_eq!(combined[0]["execution_id"], exec);
 
-    // An empty result is not an error.
+    // An empty result is not an error, and it says that the filter matched nothing (not that
+    // the store is empty).
     let out = sb.caf(&["list", "--agent", "someone-else"]).ok();
-    assert!(out.out().contains("no checkpoints"), "{}", out.describe());
+    assert_eq!(
+        out.out().trim_end(),
+        format!(
+            "no checkpoint matches --agent someone-else ({} holds 12 checkpoints)",
+            sb.store_str()
+        ),
+        "{}",
+        out.describe()
+    );
+    let out = sb.caf(&["list", "--reason", "error", "-n", "3"]).ok();
+    assert!(
+        out.out()
+            .contains("no checkpoint matches --reason error --limit 3"),
+        "{}",
+        out.describe()
+    );
+}
+
+/// On a terminal (or with `COLUMNS`), the table fits the width: the time loses its age, then
+/// execution ids become their shortest unique prefix, the size and the date go, then the
+/// execution column; checkpoint ids stay whole (other commands take them). Into a pipe, the
+/// whole table.
+#[test]
+fn list_fits_the_terminal_width() {
+    let sb = Sandbox::new();
+    sb.demo(&["--executions", "2", "--steps", "2", "--crash-at", "0"]);
+    let items = sb.list(&[]);
+    let list = |columns: &str| {
+        sb.caf_plain(&["--dir", &sb.store_str(), "list"], &[("COLUMNS", columns)])
+            .ok()
+            .out()
+    };
+    let full = sb.caf(&["list"]).ok().out();
+    let widest = full.lines().map(|l| l.chars().count()).max().unwrap();
+    assert!(widest > 150, "{full}");
+    assert_eq!(list("400"), full);
+    for columns in [120, 100, 80] {
+        let text = list(&columns.to_string());
+        for line in text.lines() {
+            assert!(
+                line.chars().count() <= columns,
+                "{columns}: {line:?}\n{text}"
+            );
+        }
+        let rows: Vec<&str> = text.lines().skip(1).collect();
+        assert_eq!(rows.len(), items.len(), "{text}");
+        for (row, item) in rows.iter().zip(&items) {
+            assert_eq!(row.split_whitespace().next(), item["id"].as_str(), "{text}");
+        }
+    }
+    let text = list("120");
+    let exec = items[0]["execution_id"].as_str().unwrap();
+    assert!(!text.contains(exec), "{text}");
+    assert!(text.contains(&format!("{}…", &exec[..13])), "{text}");
+    assert!(text.contains("SIZE"), "{text}");
+    let text = list("80");
+    assert!(!text.contains("EXECUTION"), "{text}");
+    assert!(text.contains("ago"), "{text}");
 }
 
 #[test]
@@ -420,16 +492,20 @@ fn list_of_a_missing_directory_fails_with_one_line() {
     assert!(!sb.store().exists(), "list created the directory");
 }
 
+/// A malformed id (or reason) is bad usage, exit 2: the command line alone is wrong. An id
+/// that is well formed but names nothing fails the operation, exit 1.
 #[test]
 fn list_refuses_bad_ids() {
     let sb = Sandbox::new();
     sb.demo(&["--steps", "2"]);
-    let out = sb.caf(&["list", "--execution", "../x"]).fails(1);
+    let out = sb.caf(&["list", "--execution", "../x"]).fails(2);
     assert_eq!(out.errors().len(), 1, "{}", out.describe());
     assert!(out.err().contains("../x"), "{}", out.describe());
     assert!(out.err().contains("execution id"), "{}", out.describe());
-    sb.caf(&["list", "--before", "../x"]).fails(1);
-    sb.caf(&["list", "--execution", ""]).fails(1);
+    sb.caf(&["list", "--before", "../x"]).fails(2);
+    sb.caf(&["list", "--execution", ""]).fails(2);
+    let out = sb.caf(&["list", "--reason", "Not Snake"]).fails(2);
+    assert!(out.err().contains("--reason"), "{}", out.describe());
     // A cursor that names no checkpoint is an error, not an empty page.
     let out = sb.caf(&["list", "--before", "ckpt_nope"]).fails(1);
     assert!(out.err().contains("ckpt_nope"), "{}", out.describe());
@@ -598,7 +674,7 @@ fn inspect_unknown_or_bad_targets_fail() {
         out.describe()
     );
     // An id with characters ids may not have.
-    let out = sb.caf(&["inspect", "ckpt_a\\b"]).fails(1);
+    let out = sb.caf(&["inspect", "ckpt_a\\b"]).fails(2);
     assert!(
         out.err().contains("not a valid checkpoint id"),
         "{}",
@@ -718,6 +794,106 @@ fn validate_reports_each_problem_with_file_and_pointer() {
         "{}",
         out.describe()
     );
+}
+
+/// As on a terminal (stdout and stderr interleaved): every file on one line of its own, in
+/// order, valid or not; an invalid file's errors right after its line; the summary last.
+#[test]
+fn validate_lists_every_file_once_and_the_summary_last() {
+    let sb = Sandbox::new();
+    sb.demo(&["--steps", "1"]);
+    let hostile = fixtures().join("hostile");
+    let wrong = hostile.join("wrong-types.json");
+    let empty = hostile.join("empty.json");
+    let minimal = fixtures().join("v1.0.0/minimal.json");
+    let (code, text) = sb.caf_interleaved(&["validate", s(&wrong), s(&minimal), s(&empty)]);
+    assert_eq!(code, 1, "{text}");
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.last(), Some(&"1 valid, 2 invalid"), "{text}");
+    let listed: Vec<&str> = lines
+        .iter()
+        .filter(|l| !l.starts_with("error: "))
+        .copied()
+        .collect();
+    assert_eq!(
+        listed,
+        [
+            format!("invalid  {}", s(&wrong)),
+            format!("ok       {}  1.0.0", s(&minimal)),
+            format!("invalid  {}", s(&empty)),
+            "1 valid, 2 invalid".to_string(),
+        ],
+        "{text}"
+    );
+    // Each invalid file's errors follow its line.
+    let at = |needle: &str| lines.iter().position(|l| *l == needle).unwrap();
+    let wrong_at = at(&format!("invalid  {}", s(&wrong)));
+    assert!(
+        lines[wrong_at + 1].starts_with(&format!("error: {}: at /", s(&wrong))),
+        "{text}"
+    );
+    let empty_at = at(&format!("invalid  {}", s(&empty)));
+    assert!(
+        lines[empty_at + 1].starts_with(&format!("error: {}: ", s(&empty))),
+        "{text}"
+    );
+    assert_eq!(empty_at + 2, lines.len() - 1, "{text}");
+}
+
+/// Parser and schema messages in words a user understands, keeping the line and column or the
+/// JSON Pointer; one line per problem, even when the schema finds two things wrong in one place.
+#[test]
+fn error_messages_say_what_is_wrong_in_words() {
+    let sb = Sandbox::new();
+    let hostile = fixtures().join("hostile");
+    let cases = [
+        (
+            "empty.json",
+            "line 1 column 0 (near /): the file is empty",
+            "EOF while",
+        ),
+        (
+            "utf8-bom-prefixed.json",
+            "byte order mark (BOM), which JSON does not allow",
+            "expected value",
+        ),
+        (
+            "id-path-traversal.json",
+            r#"at /id: "../../etc/passwd" is not a valid id (1 to 128 of A-Z a-z 0-9 _ - . : @, not starting with a dot), and must not contain "..""#,
+            "is not allowed",
+        ),
+        (
+            "counter-as-float-1.0.json",
+            "at /metadata/tokens_used: 1.0 is not a whole number from 0 to 18446744073709551615",
+            "expected u64",
+        ),
+        (
+            "unknown-top-level-field.json",
+            r#"at /: unknown field "x_custom""#,
+            "Additional properties",
+        ),
+    ];
+    for (file, says, not) in cases {
+        let path = hostile.join(file);
+        let out = sb.caf_plain(&["validate", s(&path)], &[]).fails(1);
+        let errors = out.errors();
+        assert_eq!(errors.len(), 1, "{}", out.describe());
+        assert!(errors[0].contains(s(&path)), "{}", out.describe());
+        assert!(errors[0].contains(says), "{file}: {}", out.describe());
+        assert!(!errors[0].contains(not), "{file}: {}", out.describe());
+    }
+    // Analytics on a directory that does not exist: no suggestion of `caf sync`, which would
+    // fail there too.
+    let out = sb
+        .caf_plain(&["--dir", "/nonexistent", "stats"], &[])
+        .fails(1);
+    assert_eq!(out.errors().len(), 1, "{}", out.describe());
+    assert!(
+        out.err().contains("no checkpoint directory"),
+        "{}",
+        out.describe()
+    );
+    assert!(!out.err().contains("caf sync"), "{}", out.describe());
 }
 
 #[test]
@@ -949,6 +1125,78 @@ fn export_writes_the_stored_bytes() {
     assert!(std::fs::read(&target).unwrap() == std::fs::read(sb.path_of(&id)).unwrap());
     // The exported files import and validate.
     sb.caf(&["validate", s(&sb.path().join("out"))]).ok();
+    // With --json, what was written is reported on stdout (and nothing else).
+    let out = sb.caf(&["--json", "export", &id, "-o", s(&target)]).ok();
+    let report = out.json();
+    assert_eq!(report["id"], id.as_str(), "{report}");
+    assert_eq!(report["path"], s(&target), "{report}");
+    assert_eq!(
+        report["bytes"].as_u64(),
+        Some(std::fs::metadata(&target).unwrap().len()),
+        "{report}"
+    );
+    assert!(out.err().is_empty(), "{}", out.describe());
+}
+
+/// One failure is one error line (the outcome follows it after a semicolon); several get a
+/// line each and the outcome on a line of its own. Counts agree with their nouns.
+#[test]
+fn one_problem_is_one_line_and_counts_agree_with_their_nouns() {
+    let sb = Sandbox::new();
+    sb.demo(&["--steps", "1"]);
+    let empty = fixtures().join("hostile/empty.json");
+    let bad = fixtures().join("hostile/version-banana.json");
+    let out = sb.caf(&["import", s(&empty)]).fails(1);
+    let errors = out.errors();
+    assert_eq!(errors.len(), 1, "{}", out.describe());
+    assert!(
+        errors[0].contains(s(&empty))
+            && errors[0].ends_with("nothing imported: 1 of 1 file is invalid"),
+        "{}",
+        out.describe()
+    );
+    let out = sb.caf(&["import", s(&empty), s(&bad)]).fails(1);
+    assert_eq!(out.errors().len(), 3, "{}", out.describe());
+    let dir = sb.path().join("m");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(&empty, dir.join("e.json")).unwrap();
+    let out = sb
+        .caf_plain(&["migrate", s(&dir.join("e.json"))], &[])
+        .fails(1);
+    assert_eq!(out.errors().len(), 1, "{}", out.describe());
+    assert!(
+        out.err().contains("the file was left untouched"),
+        "{}",
+        out.describe()
+    );
+    // Plurals.
+    let minimal = fixtures().join("v1.0.0/minimal.json");
+    let out = sb.caf(&["import", s(&minimal)]).ok();
+    assert!(
+        out.out().contains("1 checkpoint imported into"),
+        "{}",
+        out.describe()
+    );
+    let out = sb.caf(&["sql", "SELECT 1"]).ok();
+    assert!(out.out().ends_with("1 row\n"), "{}", out.describe());
+    let out = sb
+        .caf(&["stats", "--execution", "exec_golden_minimal"])
+        .ok();
+    assert!(
+        out.out().contains("\n1 execution, 1 checkpoint, "),
+        "{}",
+        out.describe()
+    );
+    let out = sb.caf(&["query", "tool-calls", "--tool", "search"]).ok();
+    assert!(out.out().ends_with("1 tool call\n"), "{}", out.describe());
+    let out = sb
+        .caf(&["delete", "--execution", "exec_golden_minimal"])
+        .ok();
+    assert!(
+        out.out().contains("deleted 1 checkpoint of execution"),
+        "{}",
+        out.describe()
+    );
 }
 
 #[test]
@@ -962,7 +1210,7 @@ fn export_of_an_unknown_checkpoint_fails() {
     assert!(!target.exists());
     let out = sb.caf(&["export", "ckpt_nope"]).fails(1);
     assert!(out.stdout.is_empty());
-    sb.caf(&["export", "../../etc/passwd"]).fails(1);
+    sb.caf(&["export", "../../etc/passwd"]).fails(2);
     // Into a directory that does not exist.
     let id = sb.list(&[])[0]["id"].as_str().unwrap().to_string();
     sb.caf(&[
@@ -1005,9 +1253,11 @@ fn delete_checkpoints() {
     assert!(!out
         .err()
         .contains(&format!("checkpoint {} not found", all[1])));
+    // One problem, one line.
+    assert_eq!(out.err().lines().count(), 1, "{}", out.describe());
     assert_eq!(files(&sb.store()), before);
     // An invalid id: nothing is deleted.
-    sb.caf(&["delete", &all[1], "../x"]).fails(1);
+    sb.caf(&["delete", &all[1], "../x"]).fails(2);
     assert_eq!(files(&sb.store()), before);
     // Two known ids.
     let out = sb.caf(&["--json", "delete", &all[1], &all[2]]).ok();
@@ -1036,7 +1286,7 @@ fn delete_checkpoints() {
     let out = sb.caf(&["--json", "delete", "-e", other]).ok();
     assert_eq!(out.json()["deleted"], m);
     assert!(sb.list(&[]).is_empty());
-    sb.caf(&["delete", "--execution", "../x"]).fails(1);
+    sb.caf(&["delete", "--execution", "../x"]).fails(2);
     // No arguments: bad usage.
     sb.caf(&["delete"]).fails(2);
     // No store.
@@ -1079,17 +1329,15 @@ fn schema_prints_the_json_schema_of_a_version() {
     let mut broken = full.clone();
     broken["metadata"]["step_number"] = "seven".into();
     assert!(!validator.is_valid(&broken));
-    let out = sb
-        .caf(&["schema", "--version", caf_core::CURRENT_VERSION])
-        .ok();
+    let out = sb.caf(&["schema", caf_core::CURRENT_VERSION]).ok();
     assert_eq!(out.json(), doc);
-    let out = sb.caf(&["schema", "--version", "1.0.0"]).ok();
+    let out = sb.caf(&["schema", "1.0.0"]).ok();
     assert!(out.json()["$id"]
         .as_str()
         .unwrap()
         .contains("checkpoint-1.0.0"));
 
-    let out = sb.caf(&["schema", "--version", "0.0.1"]).ok();
+    let out = sb.caf(&["schema", "0.0.1"]).ok();
     let old = out.json();
     assert!(
         old["$id"].as_str().unwrap().contains("checkpoint-0.0.1"),
@@ -1097,7 +1345,8 @@ fn schema_prints_the_json_schema_of_a_version() {
         old["$id"]
     );
 
-    let out = sb.caf(&["schema", "--version", "9.9.9"]).fails(1);
+    // An unknown version is bad usage (exit 2), as `migrate --to` is.
+    let out = sb.caf(&["schema", "9.9.9"]).fails(2);
     assert!(out.err().contains("9.9.9"), "{}", out.describe());
     assert!(
         out.err().contains(caf_core::CURRENT_VERSION),
@@ -1105,7 +1354,10 @@ fn schema_prints_the_json_schema_of_a_version() {
         out.describe()
     );
     assert!(out.stdout.is_empty());
-    sb.caf(&["schema", "--version", "banana"]).fails(1);
+    sb.caf(&["schema", "banana"]).fails(2);
+    // `--version` no longer names a format version (it collided with the version flag).
+    let out = sb.caf(&["schema", "--version", "1.0.0"]).fails(2);
+    assert!(out.stdout.is_empty(), "{}", out.describe());
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1145,6 +1397,22 @@ fn bench_prints_figures_and_cleans_up() {
         let v = figures[key].as_f64();
         assert!(v.is_some_and(|v| v > 0.0), "{key}: {report}");
     }
+    // Figures are rounded to the nanosecond: no `3547.6079999999997`.
+    for (key, v) in figures.as_object().unwrap() {
+        if let Some(f) = v.as_f64() {
+            assert_eq!((f * 1000.0).round() / 1000.0, f, "{key}: {report}");
+        }
+    }
+    // A debug build says that its figures are not representative (the binary under test is
+    // built in the profile of this test, unless CAF_TEST_BIN names another).
+    if std::env::var_os("CAF_TEST_BIN").is_none() {
+        assert_eq!(
+            out.err().contains("warning: this caf is a debug build"),
+            cfg!(debug_assertions),
+            "{}",
+            out.describe()
+        );
+    }
     assert_eq!(
         std::fs::read_dir(&scratch).unwrap().count(),
         0,
@@ -1154,6 +1422,12 @@ fn bench_prints_figures_and_cleans_up() {
     // The table, with the default scratch directory (next to --dir, i.e. the sandbox).
     let out = sb.caf(&["bench", "--executions", "1", "--steps", "2"]).ok();
     assert!(out.out().contains("SAVE"), "{}", out.describe());
+    // Progress in the command line's words.
+    assert!(
+        out.err().contains("measuring files: 1 execution x 2 steps"),
+        "{}",
+        out.describe()
+    );
     assert!(out.out().contains("files"), "{}", out.describe());
     assert_eq!(
         std::fs::read_dir(sb.path()).unwrap().count(),
@@ -1190,6 +1464,96 @@ fn caf_dir_and_the_default_directory() {
     let out = sb.caf_plain(&["--json", "list"], &[]).ok();
     assert_eq!(out.json().as_array().unwrap().len(), 2);
     assert_eq!(json_files(&env_dir).len(), 3);
+}
+
+/// An empty `CAF_DIR` (or `CAF_DATABASE_URL`) counts as unset: it is not an empty `--dir`.
+#[test]
+fn empty_environment_variables_count_as_unset() {
+    let sb = Sandbox::new();
+    sb.caf_plain(&["demo", "--steps", "1"], &[("CAF_DIR", "")])
+        .ok();
+    assert_eq!(json_files(&sb.path().join("checkpoints")).len(), 2);
+    let out = sb.caf_plain(&["--json", "list"], &[("CAF_DIR", "")]).ok();
+    assert_eq!(out.json().as_array().unwrap().len(), 2);
+    // The directory's own database is used, as without the variable.
+    let out = sb
+        .caf_plain(&["--json", "stats"], &[("CAF_DATABASE_URL", "")])
+        .ok();
+    assert_eq!(out.json()["totals"]["checkpoints"], 2);
+    // An explicitly empty --dir is still bad usage.
+    sb.caf_plain(&["--dir", "", "list"], &[]).fails(2);
+}
+
+/// The global options show, and are accepted after the command name, only where they do
+/// something: `validate`, `migrate` and `schema` take no store; `--no-files` means nothing to
+/// the database commands and bench.
+#[test]
+fn commands_list_only_the_global_options_they_use() {
+    let sb = Sandbox::new();
+    let help = |args: &[&str]| {
+        let mut all = args.to_vec();
+        all.push("--help");
+        sb.caf_plain(&all, &[]).ok().out()
+    };
+    for c in ["validate", "migrate", "schema"] {
+        let h = help(&[c]);
+        for flag in ["--dir", "--db", "--no-files"] {
+            assert!(!h.contains(flag), "`caf {c} --help` lists {flag}: {h}");
+        }
+        assert!(h.contains("--json"), "{h}");
+    }
+    for c in [
+        &["sync"][..],
+        &["reindex"],
+        &["stats"],
+        &["sql"],
+        &["bench"],
+        &["query"],
+        &["query", "tool-calls"],
+        &["query", "thoughts"],
+    ] {
+        let h = help(c);
+        assert!(!h.contains("--no-files"), "`caf {c:?} --help`: {h}");
+        assert!(
+            h.contains("--dir") && h.contains("--db"),
+            "`caf {c:?}`: {h}"
+        );
+    }
+    for c in [
+        "demo", "list", "inspect", "import", "export", "delete", "diff",
+    ] {
+        let h = help(&[c]);
+        for flag in ["--dir", "--db", "--no-files"] {
+            assert!(h.contains(flag), "`caf {c} --help` lacks {flag}: {h}");
+        }
+    }
+    // After the command name, an option it ignores is bad usage that says so.
+    let file = fixtures().join("v1.0.0/minimal.json");
+    let out = sb
+        .caf_plain(&["validate", "--dir", "x", s(&file)], &[])
+        .fails(2);
+    assert!(
+        out.err().contains("--dir has no effect on `caf validate`"),
+        "{}",
+        out.describe()
+    );
+    let out = sb.caf_plain(&["stats", "--no-files"], &[]).fails(2);
+    assert!(
+        out.err().contains("--no-files has no effect"),
+        "{}",
+        out.describe()
+    );
+    sb.caf_plain(&["schema", "--db", "sqlite://x.db"], &[])
+        .fails(2);
+    // Before it, they are the global options (which the command may ignore).
+    sb.caf_plain(&["--dir", "x", "validate", s(&file)], &[])
+        .ok();
+    sb.caf_plain(&["--dir", "x", "schema"], &[]).ok();
+    // And where they are used, both places work.
+    sb.caf_plain(&["demo", "--dir", &sb.store_str(), "--steps", "1"], &[])
+        .ok();
+    assert_eq!(sb.list_ids().len(), 2);
+    assert!(!sb.path().join("x").exists());
 }
 
 #[test]

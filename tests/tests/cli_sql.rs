@@ -132,6 +132,35 @@ fn sql_is_read_only_by_the_connection() {
     sb.caf(&["sql", "SELEKT nonsense"]).fails(1);
 }
 
+/// `caf sql` runs exactly one statement: it refuses several (SQLite would run the first and
+/// drop the rest) and an empty text, with one clear error line, and changes nothing.
+#[test]
+fn sql_refuses_several_statements_and_an_empty_one() {
+    let sb = Sandbox::new();
+    sb.demo(&["--steps", "2"]);
+    let out = sb
+        .caf(&["sql", "SELECT 1; DELETE FROM checkpoints"])
+        .fails(1);
+    assert_eq!(out.errors().len(), 1, "{}", out.describe());
+    assert!(
+        out.err().contains("2 statements") && out.err().contains("DELETE FROM checkpoints"),
+        "{}",
+        out.describe()
+    );
+    assert!(out.stdout.is_empty(), "{}", out.describe());
+    assert_eq!(count(&sb, "SELECT count(*) FROM checkpoints"), 3);
+    for empty in ["", "  ", "/* nothing */"] {
+        let out = sb.caf(&["sql", empty]).fails(1);
+        assert!(
+            out.err().contains("no SQL statement given"),
+            "{}",
+            out.describe()
+        );
+        assert!(!out.err().contains("Detected"), "{}", out.describe());
+    }
+    assert_eq!(count(&sb, "SELECT count(*) FROM checkpoints;"), 3);
+}
+
 #[test]
 fn saves_and_deletes_keep_the_database_in_step() {
     let sb = Sandbox::new();
@@ -189,6 +218,92 @@ fn sync_brings_in_files_and_reindex_rebuilds() {
     assert_eq!(report["executions"], 2, "{report}");
     let after = sb.caf(&["--json", "stats"]).ok().json();
     assert_eq!(before, after);
+}
+
+/// Unreadable files in the directory: `sync` and `reindex` warn about each, count them in the
+/// summary and the JSON, bring in the rest, and exit 1 unless `--allow-skipped`.
+#[test]
+fn sync_and_reindex_report_skipped_files_and_fail_unless_allowed() {
+    let sb = Sandbox::new();
+    sb.demo(&["--steps", "3", "--crash-at", "0"]);
+    let other = Sandbox::new();
+    other.demo(&["--steps", "2", "--seed", "7", "--crash-at", "0"]);
+    for (name, bytes) in caf_tests::cli::json_files(&other.store()) {
+        std::fs::write(sb.store().join(name), bytes).unwrap();
+    }
+    let broken = ["ckpt_broken-1.json", "ckpt_broken-2.json"];
+    for name in broken {
+        std::fs::write(sb.store().join(name), b"{ not json").unwrap();
+    }
+    let check_warnings = |out: &caf_tests::cli::Out| {
+        let warnings: Vec<String> = out
+            .err()
+            .lines()
+            .filter(|l| l.starts_with("warning: skipped unreadable file: "))
+            .map(str::to_string)
+            .collect();
+        assert_eq!(warnings.len(), 2, "{}", out.describe());
+        for name in broken {
+            assert!(
+                warnings.iter().any(|w| w.contains(name)),
+                "{name}: {}",
+                out.describe()
+            );
+        }
+        let errors = out.errors();
+        assert_eq!(errors.len(), 1, "{}", out.describe());
+        assert!(
+            errors[0].contains("2 unreadable files skipped")
+                && errors[0].contains("--allow-skipped"),
+            "{}",
+            out.describe()
+        );
+    };
+    // sync: the readable files go in all the same.
+    let out = sb.caf(&["sync"]).fails(1);
+    check_warnings(&out);
+    assert!(
+        out.out()
+            .contains("3 added, 0 replaced, 4 unchanged, 2 skipped (unreadable)"),
+        "{}",
+        out.describe()
+    );
+    assert_eq!(count(&sb, "SELECT count(*) FROM checkpoints"), 7);
+    let out = sb.caf(&["--json", "sync"]).fails(1);
+    check_warnings(&out);
+    let report = out.json();
+    assert_eq!(report["skipped"], 2, "{report}");
+    assert_eq!(report["problems"].as_array().unwrap().len(), 2, "{report}");
+    assert_eq!(report["unchanged"], 7, "{report}");
+    let out = sb.caf(&["--json", "sync", "--allow-skipped"]).ok();
+    assert_eq!(out.json()["skipped"], 2);
+    assert_eq!(out.err().lines().count(), 2, "{}", out.describe());
+    // reindex: rebuilt from the readable files.
+    let out = sb.caf(&["reindex"]).fails(1);
+    check_warnings(&out);
+    assert!(
+        out.out()
+            .contains("7 checkpoints of 2 executions, 2 skipped (unreadable)"),
+        "{}",
+        out.describe()
+    );
+    let report = sb.caf(&["--json", "reindex"]).fails(1).json();
+    assert_eq!(report["skipped"], 2, "{report}");
+    assert_eq!(report["checkpoints"], 7, "{report}");
+    sb.caf(&["reindex", "--allow-skipped"]).ok();
+    assert_eq!(count(&sb, "SELECT count(*) FROM checkpoints"), 7);
+    // Without broken files, nothing to allow: exit 0.
+    for name in broken {
+        std::fs::remove_file(sb.store().join(name)).unwrap();
+    }
+    let out = sb.caf(&["sync"]).ok();
+    assert!(out.err().is_empty(), "{}", out.describe());
+    let out = sb.caf(&["reindex"]).ok();
+    assert!(
+        out.out().contains("7 checkpoints of 2 executions") && !out.out().contains("skipped"),
+        "{}",
+        out.describe()
+    );
 }
 
 fn database_only(sb: &Sandbox, url: &str) {
@@ -315,6 +430,50 @@ fn bench_measures_the_database_modes() {
         ])
         .fails(2);
     assert!(out.err().contains("--db"), "{}", out.describe());
+}
+
+/// PostgreSQL's row of the benchmark shows what its tables take on the server, not `0 B`.
+#[test]
+fn bench_measures_postgres_size_on_the_server() {
+    let Some(base) = std::env::var("CAF_TEST_POSTGRES_URL")
+        .ok()
+        .filter(|u| !u.is_empty())
+    else {
+        eprintln!("SKIPPED bench_measures_postgres_size_on_the_server: set CAF_TEST_POSTGRES_URL (e.g. postgres://postgres@127.0.0.1:5432/test)");
+        return;
+    };
+    let sb = Sandbox::new();
+    let args = [
+        "--db",
+        base.as_str(),
+        "--json",
+        "bench",
+        "--mode",
+        "postgres",
+        "--executions",
+        "1",
+        "--steps",
+        "3",
+    ];
+    let out = sb.caf_plain(&args, &[]).ok().json();
+    assert_eq!(out[0]["mode"], "postgres", "{out}");
+    assert!(out[0]["disk_bytes"].as_u64().unwrap() > 0, "{out}");
+}
+
+/// Averages in `stats --json` are rounded (three decimals), not `2.3333333333333335`.
+#[test]
+fn stats_averages_are_rounded() {
+    let sb = Sandbox::new();
+    sb.demo(&["--executions", "3", "--steps", "2"]);
+    let stats = sb.caf(&["--json", "stats"]).ok().json();
+    let averages = stats["totals"]["averages"].as_object().unwrap();
+    let mut fractional = 0;
+    for (key, v) in averages {
+        let f = v.as_f64().unwrap();
+        assert_eq!((f * 1000.0).round() / 1000.0, f, "{key}: {stats}");
+        fractional += usize::from(f.fract() != 0.0);
+    }
+    assert!(fractional > 0, "no average to round here: {stats}");
 }
 
 #[test]

@@ -313,6 +313,47 @@ fn read_only_sql_answers_queries() {
     });
 }
 
+/// A text that is not exactly one statement is refused before anything runs: SQLite would
+/// otherwise run the first statement only and drop the rest without a word.
+#[test]
+fn read_only_sql_runs_exactly_one_statement() {
+    on_each_backend("read_only_sql_runs_exactly_one_statement", |db| {
+        seeded(db);
+        for several in [
+            "SELECT 1; DELETE FROM checkpoints",
+            "SELECT 1; SELECT 2",
+            "SELECT ';'; SELECT 2; -- three? no, two",
+        ] {
+            match db.read_only_sql(several) {
+                Err(e @ SqlError::NotOneStatement { statements: 2, .. }) => {
+                    let text = e.to_string();
+                    assert!(
+                        text.contains("2 statements") && text.contains("nothing was run"),
+                        "{text}"
+                    );
+                }
+                other => panic!("{several}: {other:?}"),
+            }
+        }
+        for empty in ["", "   ", ";", "-- a comment only", "/* … */ ;"] {
+            match db.read_only_sql(empty) {
+                Err(e @ SqlError::NotOneStatement { statements: 0, .. }) => {
+                    assert!(e.to_string().contains("no SQL statement"), "{e}");
+                }
+                other => panic!("{empty:?}: {other:?}"),
+            }
+        }
+        for one in [
+            "SELECT 1;",
+            "SELECT ';' AS s; -- the end",
+            "/* a; b */ SELECT 1",
+        ] {
+            assert_eq!(sql(db, one).rows.len(), 1, "{one}");
+        }
+        assert_eq!(db.table_counts().unwrap().checkpoints, 4);
+    });
+}
+
 #[test]
 fn read_only_sql_refuses_every_write() {
     on_each_backend("read_only_sql_refuses_every_write", |db| {

@@ -1,12 +1,14 @@
 //! The migrations create exactly the tables and columns of `crates/caf-sql/src/schema.rs`
-//! (names, order, types, nullability), on SQLite and (with `CAF_TEST_POSTGRES_URL`)
-//! PostgreSQL.
+//! (names, order, types, nullability), and the read-only views of docs/sql.md, on SQLite and
+//! (with `CAF_TEST_POSTGRES_URL`) PostgreSQL.
 
 #![allow(clippy::unwrap_used)]
 
 mod sql_common;
 
+use caf_core::CheckpointStore;
 use serde_json::json;
+use sql_common::runs::{agent_run, demo_run};
 use sql_common::{on_each_backend, TempSql};
 use std::collections::BTreeMap;
 
@@ -77,7 +79,8 @@ fn the_migrations_create_exactly_schema_rs() {
              AND name NOT LIKE 'sqlite_%' AND name <> '__diesel_schema_migrations' ORDER BY name"
         } else {
             "SELECT table_name::text FROM information_schema.tables WHERE table_schema = \
-             current_schema() AND table_name <> '__diesel_schema_migrations' ORDER BY table_name"
+             current_schema() AND table_type = 'BASE TABLE' \
+             AND table_name <> '__diesel_schema_migrations' ORDER BY table_name"
         };
         let names: Vec<String> = sql(db, tables)
             .rows
@@ -109,4 +112,241 @@ fn the_migrations_create_exactly_schema_rs() {
             assert_eq!(&got, columns, "table {table} on {}", db.backend());
         }
     });
+}
+
+/// A time column of a view as an instant: ISO 8601 text on SQLite (exactly the files' form),
+/// `timestamptz` on PostgreSQL (which `read_only_sql` gives as RFC 3339).
+fn instant(v: &serde_json::Value) -> chrono::DateTime<chrono::Utc> {
+    chrono::DateTime::parse_from_rfc3339(v.as_str().unwrap_or_else(|| panic!("{v}")))
+        .unwrap_or_else(|e| panic!("{v}: {e}"))
+        .with_timezone(&chrono::Utc)
+}
+
+#[test]
+fn the_views_read_like_the_files() {
+    on_each_backend("the_views_read_like_the_files", |db| {
+        let sqlite = db.backend() == caf_sql::Backend::Sqlite;
+        let names = if sqlite {
+            "SELECT name FROM sqlite_master WHERE type = 'view' ORDER BY name"
+        } else {
+            "SELECT table_name::text FROM information_schema.views \
+             WHERE table_schema = current_schema() ORDER BY table_name"
+        };
+        let views: Vec<serde_json::Value> = sql(db, names)
+            .rows
+            .into_iter()
+            .map(|r| r[0].clone())
+            .collect();
+        assert_eq!(
+            views,
+            [
+                json!("checkpoints_v"),
+                json!("executions_v"),
+                json!("thoughts_v"),
+                json!("tool_calls_v")
+            ]
+        );
+        let run = agent_run(2, 5);
+        for c in &run {
+            db.save(c).unwrap();
+        }
+        // Checkpoints: the time as in the file (to the microsecond), and the exact microseconds.
+        for c in &run {
+            let r = sql(
+                db,
+                &format!(
+                    "SELECT \"timestamp\", timestamp_us, thoughts, tool_calls FROM checkpoints_v \
+                     WHERE id = '{}'",
+                    c.id
+                ),
+            );
+            let row = &r.rows[0];
+            let in_file = serde_json::to_value(c.timestamp).unwrap();
+            if sqlite {
+                assert_eq!(row[0], in_file);
+            }
+            assert_eq!(instant(&row[0]), instant(&in_file));
+            assert_eq!(row[1], json!(c.timestamp.as_micros()));
+            assert_eq!(row[2], json!(c.thought_count()));
+            assert_eq!(row[3], json!(c.snapshot.tool_state.calls.len()));
+        }
+        // Executions: started at their first checkpoint.
+        let r = sql(
+            db,
+            "SELECT id, started_at, started_at_us, status FROM executions_v ORDER BY id",
+        );
+        assert_eq!(r.rows.len(), 2);
+        for row in &r.rows {
+            let first = run
+                .iter()
+                .find(|c| json!(c.execution_id.as_str()) == row[0])
+                .unwrap();
+            assert_eq!(instant(&row[1]), first.timestamp.as_datetime());
+            assert_eq!(row[2], json!(first.timestamp.as_micros()));
+        }
+        // Items: one row per thought and tool call (their current revision), with times.
+        let n = |q: &str| sql(db, q).rows[0][0].clone();
+        assert_eq!(n("SELECT COUNT(*) FROM thoughts_v"), json!(10));
+        assert_eq!(n("SELECT COUNT(*) FROM tool_calls_v"), json!(10));
+        let last = run.last().unwrap();
+        let call = last.snapshot.tool_state.calls.last().unwrap();
+        let r = sql(
+            db,
+            &format!(
+                "SELECT tool_id, status, started_at, completed_at, duration_ms FROM tool_calls_v \
+                 WHERE id = '{}' AND execution_id = '{}'",
+                call.id, last.execution_id
+            ),
+        );
+        let row = &r.rows[0];
+        assert_eq!(row[0], json!(call.tool_id));
+        assert_eq!(row[1], json!("completed"));
+        let (started, completed) = (call.started_at.unwrap(), call.completed_at.unwrap());
+        assert_eq!(instant(&row[2]), started.as_datetime());
+        assert_eq!(instant(&row[3]), completed.as_datetime());
+        assert_eq!(
+            row[4],
+            json!((completed.as_micros() - started.as_micros()) / 1000)
+        );
+        // A call saved running, then completed: two revisions in the table, one in the view.
+        let demo = demo_run(3, 4);
+        for c in &demo {
+            db.save(c).unwrap();
+        }
+        let q = "SELECT COUNT(*) FROM tool_calls t WHERE t.execution_id = 'exec_demo_3'";
+        let revisions = n(q).as_i64().unwrap();
+        let current = n("SELECT COUNT(*) FROM tool_calls_v WHERE execution_id = 'exec_demo_3'")
+            .as_i64()
+            .unwrap();
+        assert!(current < revisions, "{current} of {revisions}");
+        // Read-only views: writing through them fails (and `caf sql` is read-only anyway).
+        assert!(db.read_only_sql("DELETE FROM checkpoints_v").is_err());
+    });
+}
+
+/// The ```sql blocks of docs/sql.md (`-- SQLite` / `-- PostgreSQL` on a block's first line:
+/// that backend only).
+fn doc_queries() -> Vec<(Option<caf_sql::Backend>, String)> {
+    let text = include_str!("../../docs/sql.md");
+    let mut out = Vec::new();
+    let mut block: Option<Vec<&str>> = None;
+    for line in text.lines() {
+        match (&mut block, line) {
+            (None, "```sql") => block = Some(Vec::new()),
+            (Some(lines), "```") => {
+                let only = match lines.first() {
+                    Some(&"-- SQLite") => Some(caf_sql::Backend::Sqlite),
+                    Some(&"-- PostgreSQL") => Some(caf_sql::Backend::Postgres),
+                    _ => None,
+                };
+                out.push((only, lines.join("\n")));
+                block = None;
+            }
+            (Some(lines), l) => lines.push(l),
+            (None, _) => {}
+        }
+    }
+    out
+}
+
+/// Every example query of docs/sql.md runs, on each backend it is given for.
+#[test]
+fn the_example_queries_of_the_docs_run() {
+    let queries = doc_queries();
+    assert!(queries.len() >= 12, "{queries:#?}");
+    on_each_backend("the_example_queries_of_the_docs_run", |db| {
+        let run = demo_run(5, 6);
+        for c in &run {
+            db.save(c).unwrap();
+        }
+        let last = run.last().unwrap();
+        let mut ran = 0;
+        for (only, q) in &queries {
+            if only.is_some_and(|b| b != db.backend()) {
+                continue;
+            }
+            let q = q
+                .replace("'ckpt_…'", &format!("'{}'", last.id))
+                .replace("'exec_…'", &format!("'{}'", last.execution_id));
+            let rows = db
+                .read_only_sql(&q)
+                .unwrap_or_else(|e| panic!("{}: {q}\n{e}", db.backend()));
+            assert!(!rows.columns.is_empty(), "{q}");
+            ran += 1;
+        }
+        assert!(ran >= 12, "{ran}");
+    });
+}
+
+/// docs/sql.md has a section for every table and view, naming each of its columns.
+#[test]
+fn the_docs_describe_every_table_view_and_column() {
+    let text = include_str!("../../docs/sql.md");
+    let section = |name: &str| -> &str {
+        let head = format!("### `{name}`");
+        let start = text
+            .find(&head)
+            .unwrap_or_else(|| panic!("docs/sql.md has no section {head}"));
+        let rest = &text[start + head.len()..];
+        &rest[..rest
+            .find("\n### ")
+            .or_else(|| rest.find("\n## "))
+            .unwrap_or(rest.len())]
+    };
+    for (table, columns) in schema_rs() {
+        let body = section(&table);
+        for (column, _) in columns {
+            assert!(
+                body.contains(&format!("`{column}`")),
+                "{table}.{column} undocumented"
+            );
+        }
+    }
+    let db = TempSql::sqlite();
+    for view in [
+        "executions_v",
+        "checkpoints_v",
+        "thoughts_v",
+        "tool_calls_v",
+    ] {
+        let body = section(view);
+        let columns = sql(
+            &db,
+            &format!("SELECT name FROM pragma_table_info('{view}')"),
+        );
+        assert!(!columns.rows.is_empty(), "{view}");
+        for c in columns.rows {
+            let column = c[0].as_str().unwrap();
+            assert!(
+                body.contains(&format!("`{column}`")),
+                "{view}.{column} undocumented"
+            );
+        }
+    }
+}
+
+/// A database made before the views existed gets them the next time caf opens it.
+#[test]
+fn an_older_database_gets_the_views_when_opened() {
+    use diesel::connection::SimpleConnection;
+    use diesel::Connection;
+    let db = TempSql::sqlite();
+    let path = db.sqlite_path().unwrap().to_path_buf();
+    let url = db.url();
+    {
+        let mut c = diesel::SqliteConnection::establish(&path.display().to_string()).unwrap();
+        c.batch_execute(
+            "DROP VIEW tool_calls_v; DROP VIEW thoughts_v; DROP VIEW checkpoints_v; \
+             DROP VIEW executions_v; \
+             DELETE FROM __diesel_schema_migrations WHERE version LIKE '20261130%';",
+        )
+        .unwrap();
+    }
+    let store = caf_sql::SqlStore::open(&url).unwrap();
+    let r = store
+        .read_only_sql("SELECT COUNT(*) FROM sqlite_master WHERE type = 'view'")
+        .unwrap();
+    assert_eq!(r.rows[0][0], json!(4));
+    drop(store);
+    drop(db);
 }

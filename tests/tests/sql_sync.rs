@@ -332,7 +332,8 @@ fn sync_from_brings_in_files_saved_elsewhere() {
         assert_eq!((report.added, report.replaced), (0, 1));
         assert_eq!(report.orphaned, vec![run[5].id.to_string()]);
         assert_eq!(db.load_checkpoint(&edited.id).unwrap(), edited);
-        // A damaged file is reported and skipped.
+        // A damaged file is reported and skipped (the file store found it unreadable when it
+        // opened, so it is not listed: it is a problem, not just an orphan).
         std::fs::write(files.path_of(&run[6].id), b"{ not json").unwrap();
         let files = FileStore::open(dir.path()).unwrap();
         let report = db.sync_from(&files).unwrap();
@@ -340,6 +341,14 @@ fn sync_from_brings_in_files_saved_elsewhere() {
             report.orphaned.contains(&run[6].id.to_string()),
             "{report:?}"
         );
+        assert_eq!(report.skipped, 1, "{report:?}");
+        assert_eq!(report.problems[0].id, run[6].id.to_string());
+        let path = files.path_of(&run[6].id).display().to_string();
+        assert_eq!(report.problems[0].path, path);
+        assert!(report.problems[0].error.contains(&path), "{report:?}");
+        let rebuilt = db.reindex_from(&files).unwrap();
+        assert_eq!(rebuilt.skipped, 1, "{rebuilt:?}");
+        assert_eq!(rebuilt.problems[0].id, run[6].id.to_string());
     });
 }
 

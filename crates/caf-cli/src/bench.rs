@@ -5,7 +5,10 @@
 //! checkpoint. Then the latest checkpoint of every execution is loaded and every execution's
 //! checkpoints are listed. Figures are medians in microseconds per operation (means and p95 are
 //! in the JSON too). The floor is a plain durable atomic write (temp file, fsync, rename, fsync of
-//! the directory) of the same bytes, measured right after each save in the same run.
+//! the directory) of the same bytes, measured right after each save in the same run. Disk is
+//! the bytes the store left in its scratch directory; for PostgreSQL, the size of its tables
+//! (with indexes) on the server. A debug build says on stderr that its figures are not
+//! representative.
 
 use crate::cli::BenchArgs;
 use crate::output::{self, Table};
@@ -98,6 +101,11 @@ fn mean(v: &[f64]) -> f64 {
 
 fn micros(t: Instant) -> f64 {
     t.elapsed().as_secs_f64() * 1e6
+}
+
+/// A figure in microseconds, to the nanosecond: `3547.608`, not `3547.6079999999997`.
+fn rounded(us: f64) -> f64 {
+    (us * 1000.0).round() / 1000.0
 }
 
 /// One step of the workload on `state`.
@@ -259,29 +267,31 @@ fn measure(
         }
     }
     let sql_mode = db.is_some();
+    // PostgreSQL keeps its data on the server: ask it what the tables take.
+    let server_bytes = match (&db, mode) {
+        (Some(db), Mode::Postgres) => Some(db.database_bytes().map_err(sql_failure)?),
+        _ => None,
+    };
     drop(files_or_null);
     drop(db);
-    let disk_bytes = dir_bytes(tmp.path()) - dir_bytes(&floor_dir);
-    let opt = |v: &mut Vec<f64>| (!v.is_empty()).then(|| median(v));
+    let disk_bytes =
+        server_bytes.unwrap_or_else(|| dir_bytes(tmp.path()).saturating_sub(dir_bytes(&floor_dir)));
+    let opt = |v: &mut Vec<f64>| (!v.is_empty()).then(|| rounded(median(v)));
     Ok(Figures {
         mode,
         executions,
         steps,
         statistic: "median",
-        save_mean_us: mean(&save),
-        floor_mean_us: mean(&floor),
-        restore_mean_us: mean(&restore),
-        list_mean_us: mean(&list),
-        save_p95_us: quantile(&mut save, 0.95),
-        save_us: median(&mut save),
-        restore_us: median(&mut restore),
-        list_us: median(&mut list),
-        floor_us: median(&mut floor),
-        disk_bytes: if mode == Mode::Postgres {
-            0
-        } else {
-            disk_bytes
-        },
+        save_mean_us: rounded(mean(&save)),
+        floor_mean_us: rounded(mean(&floor)),
+        restore_mean_us: rounded(mean(&restore)),
+        list_mean_us: rounded(mean(&list)),
+        save_p95_us: rounded(quantile(&mut save, 0.95)),
+        save_us: rounded(median(&mut save)),
+        restore_us: rounded(median(&mut restore)),
+        list_us: rounded(median(&mut list)),
+        floor_us: rounded(median(&mut floor)),
+        disk_bytes,
         checkpoint_bytes_last: last_bytes,
         sync_us: if sql_mode { opt(&mut sync) } else { None },
         sync_at_10_us: opt(&mut sync_10),
@@ -319,12 +329,20 @@ pub fn run(t: &Target, json: bool, a: &BenchArgs) -> CmdResult {
             "--mode postgres needs --db postgres://…".into(),
         ));
     }
+    if cfg!(debug_assertions) {
+        output::warn_line(
+            "this caf is a debug build: its figures are several times (about 9x) worse than an \
+             optimized build's; measure with `cargo run --release -p caf-cli -- bench`",
+        );
+    }
     let mut all = Vec::new();
     for mode in modes {
         if !json {
             eprintln!(
-                "measuring {mode:?}: {} executions x {} steps …",
-                a.executions, a.steps
+                "measuring {}: {} x {} …",
+                mode_name(mode),
+                output::count(a.executions, "execution"),
+                output::count(a.steps, "step")
             );
         }
         let pg = t.db.as_deref().filter(|u| u.starts_with("postgres"));

@@ -1,13 +1,23 @@
 //! The command-line grammar (clap).
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Arg, ArgAction, Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 use std::path::PathBuf;
 
 /// caf: checkpoints for AI agents — inspect, validate, import, export and benchmark them.
 #[derive(Debug, Parser)]
-#[command(name = "caf", version, about, long_about = None, propagate_version = true)]
+#[command(
+    name = "caf",
+    version,
+    about,
+    long_about = None,
+    propagate_version = true,
+    after_help = "Exit codes: 0 success; 1 a failed operation (an id the store lacks, a damaged \
+file, a refused SQL statement, unreadable files skipped by sync or reindex without \
+--allow-skipped); 2 bad usage (the command line alone is wrong: an unknown option, a malformed \
+id, a format version caf does not know). Each error is one line on stderr."
+)]
 pub struct Cli {
-    /// The checkpoint directory.
+    /// The checkpoint directory (an empty CAF_DIR counts as unset).
     #[arg(long, global = true, env = "CAF_DIR", default_value = "./checkpoints")]
     pub dir: PathBuf,
 
@@ -46,6 +56,7 @@ pub enum Command {
     /// Show one checkpoint (by id, or a file path).
     Inspect(InspectArgs),
     /// Check checkpoint files (or directories of them) against their schema and checksum.
+    #[command(args = unused_globals("validate", &["dir", "db", "no_files"]))]
     Validate(PathsArgs),
     /// Validate checkpoint files and save them into the store (all or nothing).
     Import(PathsArgs),
@@ -54,9 +65,13 @@ pub enum Command {
     /// Delete checkpoints, or a whole execution.
     Delete(DeleteArgs),
     /// Rewrite checkpoint files (or directories of them) in the current format.
+    #[command(args = unused_globals("migrate", &["dir", "db", "no_files"]))]
     Migrate(MigrateArgs),
     /// Print the JSON Schema of a format version.
-    #[command(disable_version_flag = true)]
+    #[command(
+        disable_version_flag = true,
+        args = unused_globals("schema", &["dir", "db", "no_files"])
+    )]
     Schema(SchemaArgs),
     /// Show what changed between two checkpoints (or a checkpoint and its parent).
     Diff(DiffArgs),
@@ -71,17 +86,22 @@ pub enum Command {
     /// Delete old checkpoints by a retention policy (DIR/caf.toml, or flags).
     Prune(PruneArgs),
     /// Measure save, restore-latest and list on the agent-run workload.
+    #[command(args = unused_globals("bench", &["no_files"]))]
     Bench(BenchArgs),
     /// Bring checkpoint files saved elsewhere into the database.
-    Sync,
+    #[command(args = unused_globals("sync", &["no_files"]))]
+    Sync(SyncArgs),
     /// Rebuild the database from the checkpoint files.
+    #[command(args = unused_globals("reindex", &["no_files"]))]
     Reindex(ReindexArgs),
     /// Statistics from the database: per execution and in total.
+    #[command(args = unused_globals("stats", &["no_files"]))]
     Stats(StatsArgs),
     /// Search the database: tool calls or thoughts.
-    #[command(subcommand)]
+    #[command(subcommand, args = unused_globals("query", &["no_files"]))]
     Query(QueryCommand),
     /// Run a read-only SQL statement against the database.
+    #[command(args = unused_globals("sql", &["no_files"]))]
     Sql(SqlArgs),
 }
 
@@ -94,7 +114,8 @@ pub struct DemoArgs {
     /// Steps in each execution's plan.
     #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=10000))]
     pub steps: u32,
-    /// The step during which the agent crashes (0: no crash).
+    /// The step during which the agent crashes (0: no crash; at most --steps; the default
+    /// means no crash when --steps is below 5).
     #[arg(long, default_value_t = 5)]
     pub crash_at: u32,
     /// The seed that determines every id, timestamp and word of content.
@@ -148,7 +169,8 @@ pub struct PathsArgs {
 pub struct ExportArgs {
     /// The checkpoint id.
     pub id: String,
-    /// Where to write (default: stdout).
+    /// Where to write (default: stdout). With --json, what was written is reported as JSON on
+    /// stdout.
     #[arg(long, short = 'o')]
     pub output: Option<PathBuf>,
 }
@@ -253,13 +275,34 @@ pub struct PruneArgs {
     pub dry_run: bool,
 }
 
+/// `caf sync`.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Unreadable checkpoint files are skipped, each with a warning, and counted in the \
+summary (`skipped` and `problems` with --json); the readable ones are still synced. Any skipped \
+file makes the command exit 1, unless --allow-skipped is given."
+)]
+pub struct SyncArgs {
+    /// Exit 0 even when unreadable files were skipped (they are still reported).
+    #[arg(long)]
+    pub allow_skipped: bool,
+}
+
 /// `caf reindex`.
 #[derive(Debug, Args)]
+#[command(
+    after_help = "Unreadable checkpoint files are skipped, each with a warning, and counted in the \
+summary (`skipped` and `problems` with --json); the database is rebuilt from the readable ones. \
+Any skipped file makes the command exit 1, unless --allow-skipped is given."
+)]
 pub struct ReindexArgs {
-    /// Rebuild even though the database holds checkpoints that have no file here (they are
-    /// dropped).
+    /// Rebuild even though the database holds checkpoints that have no readable file here
+    /// (they are dropped).
     #[arg(long)]
     pub force: bool,
+    /// Exit 0 even when unreadable files were skipped (they are still reported).
+    #[arg(long)]
+    pub allow_skipped: bool,
 }
 
 /// `caf stats`.
@@ -292,8 +335,15 @@ pub enum QueryCommand {
 
 /// `caf sql`.
 #[derive(Debug, Args)]
+#[command(
+    after_help = "Tables, views and columns, with example queries: docs/sql.md. Times in the \
+tables are integer microseconds since the Unix epoch (UTC); the views executions_v, \
+checkpoints_v, thoughts_v and tool_calls_v show them readably. A failed or refused statement \
+exits 1."
+)]
 pub struct SqlArgs {
-    /// The statement (read-only: the database connection refuses writes).
+    /// One statement, read-only: the database connection refuses writes, and a text with
+    /// several statements (or none) is refused before anything runs.
     pub statement: String,
 }
 
@@ -317,8 +367,8 @@ pub struct MigrateArgs {
 /// `caf schema`.
 #[derive(Debug, Args)]
 pub struct SchemaArgs {
-    /// The format version (default: the current one).
-    #[arg(long = "version", value_name = "VERSION")]
+    /// The format version, e.g. 1.0.0 (default: the current one).
+    #[arg(value_name = "VERSION")]
     pub format_version: Option<String>,
 }
 
@@ -351,4 +401,71 @@ pub struct BenchArgs {
     /// it is on the same file system). It is removed afterwards.
     #[arg(long)]
     pub scratch: Option<PathBuf>,
+}
+
+/// Hidden stand-ins for the global options `names` (`dir`, `db`, `no_files`) that `command`
+/// ignores: clap then neither lists those options in the command's help nor accepts them after
+/// its name (`caf validate --dir X` is bad usage: validate takes paths). Before the command name
+/// they are still the global options, which a command may ignore.
+fn unused_globals(command: &'static str, names: &[&'static str]) -> Vec<Arg> {
+    fn refuse<T>(
+        flag: &'static str,
+        command: &'static str,
+    ) -> impl Fn(&str) -> Result<T, String> + Clone + Send + Sync + 'static {
+        move |_| Err(format!("{flag} has no effect on `caf {command}`"))
+    }
+    names
+        .iter()
+        .map(|name| {
+            let arg = Arg::new(*name).hide(true);
+            match *name {
+                "dir" => arg
+                    .long("dir")
+                    .value_name("DIR")
+                    .value_parser(refuse::<PathBuf>("--dir", command)),
+                "db" => arg
+                    .long("db")
+                    .value_name("URL")
+                    .value_parser(refuse::<String>("--db", command)),
+                // A flag: clap parses its default, "false", too.
+                _ => arg
+                    .long("no-files")
+                    .action(ArgAction::SetTrue)
+                    .value_parser(move |v: &str| match v {
+                        "false" => Ok(false),
+                        _ => refuse::<bool>("--no-files", command)(v),
+                    }),
+            }
+        })
+        .collect()
+}
+
+/// Parses the command line; on bad usage, prints clap's message and exits 2 (0 for `--help`
+/// and `--version`). An empty `CAF_DIR` or `CAF_DATABASE_URL` counts as unset, and
+/// `demo --crash-at` past the last step is refused.
+pub fn parse() -> Cli {
+    let mut cmd = Cli::command();
+    for (id, var) in [("dir", "CAF_DIR"), ("db", "CAF_DATABASE_URL")] {
+        if std::env::var_os(var).is_some_and(|v| v.is_empty()) {
+            cmd = cmd.mut_arg(id, |a| a.env(None::<&'static str>));
+        }
+    }
+    let matches = cmd.get_matches_mut();
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.format(&mut cmd).exit());
+    if let (Command::Demo(d), Some(("demo", m))) = (&cli.command, matches.subcommand()) {
+        let given = m.value_source("crash_at") == Some(clap::parser::ValueSource::CommandLine);
+        if given && d.crash_at > d.steps {
+            let kind = clap::error::ErrorKind::ValueValidation;
+            let message = format!(
+                "--crash-at {} is past the last step ({}): give 1 to {}, or 0 for no crash",
+                d.crash_at, d.steps, d.steps
+            );
+            let error = match cmd.find_subcommand_mut("demo") {
+                Some(demo) => demo.error(kind, message),
+                None => cmd.error(kind, message),
+            };
+            error.exit();
+        }
+    }
+    cli
 }

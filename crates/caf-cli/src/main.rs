@@ -11,7 +11,6 @@ mod demo;
 mod output;
 mod target;
 
-use clap::Parser;
 use std::process::ExitCode;
 
 /// A failure the CLI reports: one line on stderr and an exit code.
@@ -27,6 +26,20 @@ impl Failure {
     /// A failed operation with one message line.
     pub fn msg(m: impl std::fmt::Display) -> Self {
         Self::Failed(vec![m.to_string()])
+    }
+
+    /// A failed operation: one line per problem, then what came of it (`nothing imported`).
+    /// A single problem stays one line, with the outcome after a semicolon.
+    pub fn with_outcome(mut problems: Vec<String>, outcome: impl Into<String>) -> Self {
+        let outcome = outcome.into();
+        match problems.as_mut_slice() {
+            [one] => {
+                one.push_str("; ");
+                one.push_str(&outcome);
+            }
+            _ => problems.push(outcome),
+        }
+        Self::Failed(problems)
     }
 }
 
@@ -52,9 +65,7 @@ impl From<caf_core::Error> for Failure {
 pub type CmdResult = Result<(), Failure>;
 
 fn main() -> ExitCode {
-    // (`caf schema --version V` names a format version: that command disables clap's version
-    // flag in cli.rs.)
-    let cli = cli::Cli::parse();
+    let cli = cli::parse();
     match commands::run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(Failure::Failed(lines)) => {

@@ -52,6 +52,21 @@ pub fn print_json(v: &impl serde::Serialize) {
     let _ = writeln!(out);
 }
 
+/// `1 checkpoint`, `2 checkpoints`: a count and its noun (regular plurals only).
+pub fn count(n: impl Into<u64>, noun: &str) -> String {
+    let n: u64 = n.into();
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
+/// [`count`] of a `usize`.
+pub fn count_of(n: usize, noun: &str) -> String {
+    count(n as u64, noun)
+}
+
 /// `1.5 KiB`-style sizes.
 pub fn bytes(n: u64) -> String {
     const UNITS: [&str; 4] = ["B", "KiB", "MiB", "GiB"];
@@ -179,5 +194,8 @@ mod tests {
         assert_eq!(duration_ms(20), "20ms");
         assert_eq!(clip("a\nb  c", 10), "a b c");
         assert_eq!(clip("abcdef", 4), "abc…");
+        assert_eq!(count(1u64, "row"), "1 row");
+        assert_eq!(count(0u64, "row"), "0 rows");
+        assert_eq!(count_of(2, "tool call"), "2 tool calls");
     }
 }

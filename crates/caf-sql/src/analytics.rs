@@ -268,7 +268,14 @@ fn totals(executions: &[ExecutionStats]) -> Totals {
         *by_status.entry(e.status).or_default() += 1;
     }
     let n = executions.len() as u64;
-    let avg = |total: u64| if n == 0 { 0.0 } else { total as f64 / n as f64 };
+    // Rounded to three decimals: `2.333`, not `2.3333333333333335`.
+    let avg = |total: u64| {
+        if n == 0 {
+            0.0
+        } else {
+            (total as f64 / n as f64 * 1000.0).round() / 1000.0
+        }
+    };
     let t = Totals {
         executions: n,
         checkpoints: sum(|e| e.checkpoints),

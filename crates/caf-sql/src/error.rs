@@ -65,6 +65,17 @@ pub enum SqlError {
         /// Why.
         reason: String,
     },
+    /// The text given to [`crate::SqlStore::read_only_sql`] is not exactly one statement
+    /// (none, or several: SQLite would run only the first); nothing was run.
+    #[error("{backend}: {reason}")]
+    NotOneStatement {
+        /// The backend.
+        backend: Backend,
+        /// How many statements the text holds.
+        statements: usize,
+        /// What to tell the user.
+        reason: String,
+    },
     /// No checkpoint (or execution) with this id.
     #[error("{what} {id} not found")]
     NotFound {
@@ -132,6 +143,7 @@ impl SqlError {
             | Self::Query { backend, .. }
             | Self::ReadOnly { backend, .. }
             | Self::Refused { backend, .. }
+            | Self::NotOneStatement { backend, .. }
             | Self::Corrupt { backend, .. } => backend.name(),
             Self::Url { .. } | Self::NotFound { .. } | Self::Core(_) => "sql",
         }

@@ -19,8 +19,28 @@ use std::collections::{BTreeMap, HashMap};
 pub struct FileProblem {
     /// The checkpoint id the file is named for.
     pub id: String,
-    /// What is wrong.
+    /// The file.
+    pub path: String,
+    /// What is wrong (it names the file).
     pub error: String,
+}
+
+/// The files `files` found unreadable when it was opened (they are not listed, so the loops
+/// below never see them).
+fn unreadable(files: &FileStore) -> Vec<FileProblem> {
+    files
+        .problems()
+        .iter()
+        .map(|p| FileProblem {
+            id: p
+                .path
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            path: p.path.display().to_string(),
+            error: p.error.to_string(),
+        })
+        .collect()
 }
 
 /// What [`SqlStore::sync_from`] did.
@@ -36,7 +56,9 @@ pub struct SyncReport {
     /// directories); delete them with [`SqlStore::delete_checkpoint`] to make the database a
     /// mirror of this directory.
     pub orphaned: Vec<String>,
-    /// Files skipped.
+    /// How many files were skipped: `problems.len()`.
+    pub skipped: u64,
+    /// The files skipped, and why.
     pub problems: Vec<FileProblem>,
 }
 
@@ -47,7 +69,9 @@ pub struct ReindexReport {
     pub checkpoints: u64,
     /// Executions they belong to.
     pub executions: u64,
-    /// Files skipped.
+    /// How many files were skipped: `problems.len()`.
+    pub skipped: u64,
+    /// The files skipped, and why.
     pub problems: Vec<FileProblem>,
 }
 
@@ -106,8 +130,14 @@ impl SqlStore {
     /// (saved elsewhere, or while the database was unreachable). A file is only decoded when its
     /// stated checksum differs from the database's. One transaction per checkpoint. Ids the
     /// database has and the files do not are reported as [`SyncReport::orphaned`], not deleted.
+    /// Files that cannot be read (those [`FileStore::problems`] found, and any that fail now)
+    /// are skipped and reported in [`SyncReport::problems`]; the caller decides whether that is
+    /// a failure.
     pub fn sync_from(&self, files: &FileStore) -> Result<SyncReport> {
-        let mut report = SyncReport::default();
+        let mut report = SyncReport {
+            problems: unreadable(files),
+            ..SyncReport::default()
+        };
         let known: HashMap<String, String> = {
             let mut inner = self.lock();
             let backend = inner.conn.backend();
@@ -133,6 +163,7 @@ impl SqlStore {
                 Err(error) => {
                     report.problems.push(FileProblem {
                         id: s.id.to_string(),
+                        path: files.path_of(&s.id).display().to_string(),
                         error,
                     });
                     continue;
@@ -150,15 +181,20 @@ impl SqlStore {
             .collect();
         orphaned.sort();
         report.orphaned = orphaned;
+        report.skipped = report.problems.len() as u64;
         Ok(report)
     }
 
     /// Rebuilds the database from `files`: empties it, then saves every checkpoint, execution
     /// by execution, oldest first. All in one transaction: if it fails, the database is as it
-    /// was. Files that cannot be read are skipped and reported.
+    /// was. Files that cannot be read (those [`FileStore::problems`] found, and any that fail
+    /// now) are skipped and reported in [`ReindexReport::problems`].
     pub fn reindex_from(&self, files: &FileStore) -> Result<ReindexReport> {
         let summaries = in_save_order(files)?;
-        let mut report = ReindexReport::default();
+        let mut report = ReindexReport {
+            problems: unreadable(files),
+            ..ReindexReport::default()
+        };
         let mut executions: BTreeMap<String, ()> = BTreeMap::new();
         let result = self.with_tx(TxMode::Write, |conn, cache| {
             delete_everything(conn, cache)?;
@@ -168,6 +204,7 @@ impl SqlStore {
                     Err(error) => {
                         report.problems.push(FileProblem {
                             id: s.id.to_string(),
+                            path: files.path_of(&s.id).display().to_string(),
                             error,
                         });
                         continue;
@@ -188,6 +225,7 @@ impl SqlStore {
             return Err(e);
         }
         report.executions = executions.len() as u64;
+        report.skipped = report.problems.len() as u64;
         Ok(report)
     }
 }

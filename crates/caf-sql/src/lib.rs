@@ -3,8 +3,11 @@
 //! Checkpoints in SQLite (embedded, bundled: the default) or PostgreSQL, through diesel, in
 //! normalized tables that can be queried: `executions`, `checkpoints` (+ `checkpoint_labels`),
 //! `thoughts`, `tool_calls`, `steps` (completed plan steps), `entries` (context lists and maps,
-//! tool results, pending steps) and `lines` (see below). The schema is created by the embedded
-//! migrations under `migrations/` when a store opens; [`schema`] is diesel's view of it.
+//! tool results, pending steps) and `lines` (see below), plus read-only views for people who
+//! write SQL (`executions_v`, `checkpoints_v`, `thoughts_v`, `tool_calls_v`: readable times,
+//! current revisions). The schema is created by the embedded migrations under `migrations/`
+//! when a store opens; [`schema`] is diesel's view of its tables; `docs/sql.md` describes every
+//! table, view and column, with example queries.
 //!
 //! - [`SqlStore`] implements [`caf_core::CheckpointStore`] (database-only use; the same
 //!   conformance suite as the memory and file stores) and adds analytics
@@ -112,6 +115,7 @@ mod rows;
 pub mod schema;
 #[cfg(all(feature = "postgres", feature = "test-support"))]
 mod scratch;
+mod statements;
 mod stmt;
 mod store;
 mod sync;

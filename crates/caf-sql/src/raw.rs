@@ -244,10 +244,12 @@ impl SqlStore {
     /// read-only (`mode=ro`) with `PRAGMA query_only`; PostgreSQL runs the statement in
     /// `BEGIN READ ONLY` (rolled back afterwards) on a session whose transactions default to
     /// read-only. A statement that writes fails with the database's own error, returned as
-    /// [`SqlError::ReadOnly`]; nothing changes. SQLite runs only the first statement of the
-    /// text; PostgreSQL refuses several.
+    /// [`SqlError::ReadOnly`]; nothing changes. The text must hold exactly one statement (a
+    /// trailing `;` and comments are fine): an empty text, or several statements, are refused
+    /// with [`SqlError::NotOneStatement`] before anything runs.
     pub fn read_only_sql(&self, sql: &str) -> Result<SqlRows> {
         let backend = self.backend();
+        one_statement(backend, sql)?;
         if backend == Backend::Sqlite {
             refuse_file_statements(backend, sql)?;
         }
@@ -280,6 +282,33 @@ impl SqlStore {
         }
         result
     }
+}
+
+/// Refuses a text that is not exactly one statement.
+fn one_statement(backend: Backend, sql: &str) -> Result<()> {
+    let starts = crate::statements::statement_starts(sql, backend);
+    let reason = match starts.as_slice() {
+        [_] => return Ok(()),
+        [] => "no SQL statement given (the text is empty or only comments)".to_string(),
+        [_, second, ..] => {
+            let rest: String = sql[*second..]
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ");
+            let shown: String = rest.chars().take(40).collect();
+            let more = if rest.chars().count() > 40 { "…" } else { "" };
+            format!(
+                "the text holds {} statements (the second is \"{shown}{more}\"); run one statement \
+                 at a time: nothing was run",
+                starts.len()
+            )
+        }
+    };
+    Err(SqlError::NotOneStatement {
+        backend,
+        statements: starts.len(),
+        reason,
+    })
 }
 
 /// SQLite statements that reach other files without writing this database: `ATTACH` creates

@@ -1,7 +1,7 @@
 //! The database commands: `caf sync`, `caf reindex`, `caf stats`, `caf query`, `caf sql`.
 
 use super::execution_id;
-use crate::cli::{QueryCommand, ReindexArgs, SqlArgs, StatsArgs};
+use crate::cli::{QueryCommand, ReindexArgs, SqlArgs, StatsArgs, SyncArgs};
 use crate::output::{self, Table, CYAN, DIM, GREEN, RED, YELLOW};
 use crate::target::Target;
 use crate::{CmdResult, Failure};
@@ -13,6 +13,19 @@ use std::io::Write;
 
 fn sql_failure(db: &SqlStore, e: impl std::fmt::Display) -> Failure {
     Failure::msg(format!("{}: {e}", crate::target::redact(&db.location())))
+}
+
+/// The database the analytics commands read (`stats`, `query`, `sql`): the one given, else the
+/// directory's own, which must exist. A directory that does not exist is said so (suggesting
+/// `caf sync` there would only lead to another error).
+fn analytics_db(t: &Target) -> Result<SqlStore, Failure> {
+    if t.db.is_none() && !t.dir.is_dir() {
+        return Err(Failure::msg(format!(
+            "{}: no checkpoint directory here, so no database either (pass --dir DIR of a store, or --db URL)",
+            t.dir.display()
+        )));
+    }
+    t.database(false)
 }
 
 /// The files and the database of a hybrid target (the directory must exist).
@@ -33,14 +46,36 @@ fn both(t: &Target) -> Result<(FileStore, SqlStore), Failure> {
     Ok((files, db))
 }
 
+/// Warns about each skipped file.
 fn report_problems(problems: &[caf_sql::FileProblem]) {
     for p in problems {
-        output::warn_line(&format!("skipped {}: {}", p.id, p.error));
+        output::warn_line(&format!("skipped unreadable file: {}", p.error));
     }
 }
 
-/// `caf sync`: brings files saved elsewhere into the database.
-pub fn sync(t: &Target, json: bool) -> CmdResult {
+/// `, 3 skipped (unreadable)` for a summary line, or nothing.
+fn skipped_note(skipped: u64) -> String {
+    if skipped == 0 {
+        String::new()
+    } else {
+        format!(", {skipped} skipped (unreadable)")
+    }
+}
+
+/// Skipped files fail the command (exit 1) unless `allow` (`--allow-skipped`).
+fn skipped_outcome(skipped: u64, allow: bool, done: &str) -> CmdResult {
+    if skipped == 0 || allow {
+        return Ok(());
+    }
+    Err(Failure::msg(format!(
+        "{} skipped (see the warnings above); {done}; pass --allow-skipped to accept that",
+        output::count(skipped, "unreadable file")
+    )))
+}
+
+/// `caf sync`: brings files saved elsewhere into the database. Unreadable files are skipped
+/// and reported; they fail the command unless `--allow-skipped`.
+pub fn sync(t: &Target, json: bool, a: &SyncArgs) -> CmdResult {
     let (files, db) = both(t)?;
     let r = db.sync_from(&files).map_err(|e| sql_failure(&db, e))?;
     report_problems(&r.problems);
@@ -48,12 +83,13 @@ pub fn sync(t: &Target, json: bool) -> CmdResult {
         output::print_json(&r);
     } else {
         crate::say!(
-            "synced {} into {}: {} added, {} replaced, {} unchanged{}",
+            "synced {} into {}: {} added, {} replaced, {} unchanged{}{}",
             t.dir.display(),
             crate::target::redact(&db.location()),
             r.added,
             r.replaced,
             r.unchanged,
+            skipped_note(r.skipped),
             if r.orphaned.is_empty() {
                 String::new()
             } else {
@@ -61,7 +97,7 @@ pub fn sync(t: &Target, json: bool) -> CmdResult {
             }
         );
     }
-    Ok(())
+    skipped_outcome(r.skipped, a.allow_skipped, "the other files were synced")
 }
 
 /// `caf reindex`: rebuilds the database from the files. It refuses to drop checkpoints that
@@ -80,9 +116,9 @@ pub fn reindex(t: &Target, json: bool, a: &ReindexArgs) -> CmdResult {
             .collect();
         if let Some(first) = only_in_db.first() {
             return Err(Failure::msg(format!(
-                "{}: holds {} checkpoints with no file in {} (e.g. {first}); reindexing would drop them — pass --force to rebuild anyway",
+                "{}: holds {} with no readable file in {} (e.g. {first}); reindexing would drop them — pass --force to rebuild anyway",
                 crate::target::redact(&db.location()),
-                only_in_db.len(),
+                output::count_of(only_in_db.len(), "checkpoint"),
                 t.dir.display()
             )));
         }
@@ -93,14 +129,19 @@ pub fn reindex(t: &Target, json: bool, a: &ReindexArgs) -> CmdResult {
         output::print_json(&r);
     } else {
         crate::say!(
-            "rebuilt {} from {}: {} checkpoints of {} executions",
+            "rebuilt {} from {}: {} of {}{}",
             crate::target::redact(&db.location()),
             t.dir.display(),
-            r.checkpoints,
-            r.executions
+            output::count(r.checkpoints, "checkpoint"),
+            output::count(r.executions, "execution"),
+            skipped_note(r.skipped)
         );
     }
-    Ok(())
+    skipped_outcome(
+        r.skipped,
+        a.allow_skipped,
+        "the database was rebuilt from the other files",
+    )
 }
 
 /// Prints statistics as tables.
@@ -147,13 +188,13 @@ pub fn print_stats(s: &Stats) {
     let mut o = anstream::stdout();
     let _ = writeln!(
         o,
-        "\n{} executions, {} checkpoints, {} thoughts, {} tool calls ({} failed), {} tokens",
-        tot.executions,
-        tot.checkpoints,
-        tot.thoughts,
-        tot.tool_calls,
+        "\n{}, {}, {}, {} ({} failed), {}",
+        output::count(tot.executions, "execution"),
+        output::count(tot.checkpoints, "checkpoint"),
+        output::count(tot.thoughts, "thought"),
+        output::count(tot.tool_calls, "tool call"),
         tot.failed_tool_calls,
-        tot.tokens_used
+        output::count(tot.tokens_used, "token")
     );
     let _ = writeln!(
         o,
@@ -171,7 +212,7 @@ pub fn print_stats(s: &Stats) {
 
 /// `caf stats`.
 pub fn stats(t: &Target, json: bool, a: &StatsArgs) -> CmdResult {
-    let db = t.database(false)?;
+    let db = analytics_db(t)?;
     let exec = a.execution.as_deref().map(execution_id).transpose()?;
     let s = db.stats(exec.as_ref()).map_err(|e| sql_failure(&db, e))?;
     if let (Some(e), true) = (&exec, s.executions.is_empty()) {
@@ -189,7 +230,7 @@ pub fn stats(t: &Target, json: bool, a: &StatsArgs) -> CmdResult {
 
 /// `caf query tool-calls` / `caf query thoughts`.
 pub fn query(t: &Target, json: bool, q: &QueryCommand) -> CmdResult {
-    let db = t.database(false)?;
+    let db = analytics_db(t)?;
     let plain = Style::new();
     match q {
         QueryCommand::ToolCalls { tool, failed } => {
@@ -231,7 +272,7 @@ pub fn query(t: &Target, json: bool, q: &QueryCommand) -> CmdResult {
                 ]);
             }
             t.print();
-            crate::say!("{} tool calls", rows.len());
+            crate::say!("{}", output::count_of(rows.len(), "tool call"));
         }
         QueryCommand::Thoughts { contains } => {
             let rows = db
@@ -258,7 +299,7 @@ pub fn query(t: &Target, json: bool, q: &QueryCommand) -> CmdResult {
                 ]);
             }
             t.print();
-            crate::say!("{} thoughts", rows.len());
+            crate::say!("{}", output::count_of(rows.len(), "thought"));
         }
     }
     Ok(())
@@ -266,7 +307,7 @@ pub fn query(t: &Target, json: bool, q: &QueryCommand) -> CmdResult {
 
 /// `caf sql`: a read-only statement; writes are refused by the database connection.
 pub fn sql(t: &Target, json: bool, a: &SqlArgs) -> CmdResult {
-    let db = t.database(false)?;
+    let db = analytics_db(t)?;
     let rows = db
         .read_only_sql(&a.statement)
         .map_err(|e| sql_failure(&db, e))?;
@@ -290,6 +331,6 @@ pub fn sql(t: &Target, json: bool, a: &SqlArgs) -> CmdResult {
         );
     }
     table.print();
-    crate::say!("{} rows", rows.rows.len());
+    crate::say!("{}", output::count_of(rows.rows.len(), "row"));
     Ok(())
 }

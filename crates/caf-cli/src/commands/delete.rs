@@ -30,7 +30,10 @@ pub fn run(t: &Target, json: bool, a: &DeleteArgs) -> CmdResult {
         if json {
             output::print_json(&json!({"execution_id": id, "deleted": n}));
         } else {
-            crate::say!("deleted {n} checkpoints of execution {id}");
+            crate::say!(
+                "deleted {} of execution {id}",
+                output::count_of(n, "checkpoint")
+            );
         }
         return Ok(());
     }
@@ -45,9 +48,7 @@ pub fn run(t: &Target, json: bool, a: &DeleteArgs) -> CmdResult {
         .map(|id| format!("checkpoint {id} not found in {}", t.describe()))
         .collect();
     if !missing.is_empty() {
-        let mut lines = missing;
-        lines.push("nothing deleted".into());
-        return Err(Failure::Failed(lines));
+        return Err(Failure::with_outcome(missing, "nothing deleted"));
     }
     for id in &ids {
         store.delete(id)?;

@@ -53,8 +53,8 @@ fn last_two(dir: &Target, execution: &str) -> Result<(Checkpoint, Checkpoint), F
     match found.as_slice() {
         [newest, previous] => Ok((store.load(&previous.id)?, store.load(&newest.id)?)),
         _ => Err(Failure::msg(format!(
-            "execution {e} has {} checkpoint(s) in {}; a diff needs two",
-            found.len(),
+            "execution {e} has {} in {}; a diff needs two",
+            output::count_of(found.len(), "checkpoint"),
             dir.describe()
         ))),
     }

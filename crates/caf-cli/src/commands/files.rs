@@ -2,7 +2,7 @@
 
 use super::{checkpoint_id, open_existing};
 use crate::cli::ExportArgs;
-use crate::output::{self, GREEN};
+use crate::output::{self, GREEN, RED};
 use crate::target::Target;
 use crate::{error_lines, CmdResult, Failure};
 use caf_core::format::{encode, Limits};
@@ -12,45 +12,57 @@ use serde_json::json;
 use std::io::Write;
 use std::path::PathBuf;
 
-/// Checks files; exit 1 unless every one is valid.
+/// Checks files; exit 1 unless every one is valid. On the terminal: one line per file, in
+/// order (`ok` or `invalid`), each invalid file's errors right after its line (on stderr), and
+/// the summary last.
 pub fn validate(json: bool, paths: &[PathBuf]) -> CmdResult {
     let files = transfer::expand(paths)?;
     let mut report = Vec::new();
     let mut problems = Vec::new();
+    let mut invalid = 0;
     for f in &files {
+        let path = f.display().to_string();
         match read_checkpoint_file(f, &Limits::default()) {
-            Ok(d) => report.push(json!({
-                "path": f.display().to_string(), "valid": true,
-                "version": d.source_version, "id": d.checkpoint.id,
-            })),
+            Ok(d) => {
+                if !json {
+                    let mut o = anstream::stdout();
+                    let _ = writeln!(o, "{GREEN}ok{GREEN:#}       {path}  {}", d.source_version);
+                }
+                report.push(json!({
+                    "path": path, "valid": true,
+                    "version": d.source_version, "id": d.checkpoint.id,
+                }));
+            }
             Err(e) => {
+                invalid += 1;
                 let lines = error_lines(&e);
-                report.push(
-                    json!({"path": f.display().to_string(), "valid": false, "errors": lines}),
-                );
-                problems.extend(lines);
+                if json {
+                    problems.extend(lines.iter().cloned());
+                } else {
+                    let mut o = anstream::stdout();
+                    let _ = writeln!(o, "{RED}invalid{RED:#}  {path}");
+                    let _ = o.flush();
+                    for l in &lines {
+                        output::error_line(l);
+                    }
+                }
+                report.push(json!({"path": path, "valid": false, "errors": lines}));
             }
         }
     }
-    let invalid = report.iter().filter(|r| r["valid"] == false).count();
     if json {
         output::print_json(&report);
-    } else {
-        for r in report.iter().filter(|r| r["valid"] == true) {
-            let mut o = anstream::stdout();
-            let _ = writeln!(
-                o,
-                "{GREEN}ok{GREEN:#}  {}  {}",
-                r["path"].as_str().unwrap_or_default(),
-                r["version"].as_str().unwrap_or_default()
-            );
+        for l in &problems {
+            output::error_line(l);
         }
+    } else {
         crate::say!("{} valid, {invalid} invalid", files.len() - invalid);
     }
     if invalid == 0 {
         Ok(())
     } else {
-        Err(Failure::Failed(problems))
+        // Every error line is printed already.
+        Err(Failure::Failed(Vec::new()))
     }
 }
 
@@ -80,8 +92,8 @@ pub fn import(t: &Target, json: bool, paths: &[PathBuf]) -> CmdResult {
             );
         }
         crate::say!(
-            "{} checkpoints imported into {}",
-            imported.len(),
+            "{} imported into {}",
+            output::count_of(imported.len(), "checkpoint"),
             t.describe()
         );
     }
@@ -93,15 +105,17 @@ fn import_failure(t: &Target, e: transfer::ImportError) -> Failure {
     use transfer::{Conflict, ImportError};
     match e {
         ImportError::Invalid { failures, total } => {
-            let mut lines: Vec<String> = failures.iter().flat_map(error_lines).collect();
-            lines.push(format!(
-                "nothing imported: {} of {total} files are invalid",
-                failures.len()
-            ));
-            Failure::Failed(lines)
+            let lines: Vec<String> = failures.iter().flat_map(error_lines).collect();
+            let bad = failures.len();
+            let outcome = format!(
+                "nothing imported: {bad} of {} {} invalid",
+                output::count_of(total, "file"),
+                if bad == 1 { "is" } else { "are" }
+            );
+            Failure::with_outcome(lines, outcome)
         }
         ImportError::Conflicts { conflicts } => {
-            let mut lines: Vec<String> = conflicts
+            let lines: Vec<String> = conflicts
                 .iter()
                 .map(|c| match c {
                     Conflict::InStore { path, id } => format!(
@@ -112,25 +126,31 @@ fn import_failure(t: &Target, e: transfer::ImportError) -> Failure {
                     other => other.to_string(),
                 })
                 .collect();
-            lines.push("nothing imported".into());
-            Failure::Failed(lines)
+            Failure::with_outcome(lines, "nothing imported")
         }
         ImportError::Store(e) => e.into(),
     }
 }
 
-/// Writes a checkpoint to a file (atomically) or to stdout.
-pub fn export(t: &Target, a: &ExportArgs) -> CmdResult {
+/// Writes a checkpoint to a file (atomically) or to stdout. With `-o` and `--json`, stdout gets
+/// what was written: `{"id", "path", "bytes"}` (without `-o` the document itself is the JSON).
+pub fn export(t: &Target, json: bool, a: &ExportArgs) -> CmdResult {
     let id = checkpoint_id(&a.id)?;
     let store = open_existing(t)?;
     match &a.output {
         Some(path) => {
             let size = transfer::export(&**store, &id, path)?;
-            eprintln!(
-                "exported {id} to {} ({})",
-                path.display(),
-                output::bytes(size)
-            );
+            if json {
+                output::print_json(&json!({
+                    "id": id, "path": path.display().to_string(), "bytes": size,
+                }));
+            } else {
+                eprintln!(
+                    "exported {id} to {} ({})",
+                    path.display(),
+                    output::bytes(size)
+                );
+            }
         }
         None => {
             let c = store.load(&id)?;

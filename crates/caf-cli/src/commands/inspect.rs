@@ -151,8 +151,8 @@ fn print_view(
         &mut o,
         "Cost",
         format!(
-            "{} tokens, {}",
-            md.tokens_used,
+            "{}, {}",
+            output::count(md.tokens_used, "token"),
             output::duration_ms(md.duration_ms)
         ),
     );
@@ -165,11 +165,11 @@ fn print_view(
         &mut o,
         "Counts",
         format!(
-            "{} thoughts, {} tool calls ({failed} failed), {} variables, {} messages",
-            c.thought_count(),
-            calls.len(),
-            c.snapshot.context.variables.len(),
-            c.snapshot.context.messages.len()
+            "{}, {} ({failed} failed), {}, {}",
+            output::count_of(c.thought_count(), "thought"),
+            output::count_of(calls.len(), "tool call"),
+            output::count_of(c.snapshot.context.variables.len(), "variable"),
+            output::count_of(c.snapshot.context.messages.len(), "message")
         ),
     );
     let migrated = if version == caf_core::CURRENT_VERSION {

@@ -86,7 +86,10 @@ pub fn run(json: bool, a: &MigrateArgs) -> CmdResult {
             current.len(),
             failed.len(),
             if inferred > 0 {
-                format!(", {inferred} parents inferred from execution order")
+                format!(
+                    ", {} inferred from execution order",
+                    output::count_of(inferred, "parent")
+                )
             } else {
                 String::new()
             }
@@ -95,8 +98,12 @@ pub fn run(json: bool, a: &MigrateArgs) -> CmdResult {
     if failed.is_empty() {
         Ok(())
     } else {
-        let mut lines: Vec<String> = failed.into_iter().flat_map(|(_, e)| e).collect();
-        lines.push("the files listed were left untouched".into());
-        Err(Failure::Failed(lines))
+        let outcome = if failed.len() == 1 {
+            "the file was left untouched"
+        } else {
+            "the files listed were left untouched"
+        };
+        let lines: Vec<String> = failed.into_iter().flat_map(|(_, e)| e).collect();
+        Err(Failure::with_outcome(lines, outcome))
     }
 }

@@ -32,7 +32,7 @@ pub fn run(cli: Cli) -> CmdResult {
         Command::Inspect(a) => inspect::run(dir, json, &a),
         Command::Validate(a) => files::validate(json, &a.paths),
         Command::Import(a) => files::import(dir, json, &a.paths),
-        Command::Export(a) => files::export(dir, &a),
+        Command::Export(a) => files::export(dir, json, &a),
         Command::Delete(a) => delete::run(dir, json, &a),
         Command::Migrate(a) => migrate::run(json, &a),
         Command::Schema(a) => schema(a.format_version.as_deref()),
@@ -43,7 +43,7 @@ pub fn run(cli: Cli) -> CmdResult {
         Command::Label(a) => save::label(dir, json, &a),
         Command::Prune(a) => prune::run(dir, json, &a),
         Command::Bench(a) => crate::bench::run(dir, json, &a),
-        Command::Sync => database::sync(dir, json),
+        Command::Sync(a) => database::sync(dir, json, &a),
         Command::Reindex(a) => database::reindex(dir, json, &a),
         Command::Stats(a) => database::stats(dir, json, &a),
         Command::Query(q) => database::query(dir, json, &q),
@@ -56,20 +56,23 @@ pub fn open_existing(t: &Target) -> Result<&Store, Failure> {
     t.open_existing()
 }
 
-/// Parses a checkpoint id given on the command line.
+/// Parses a checkpoint id given on the command line. A malformed one is bad usage (exit 2): the
+/// command line alone is wrong, whatever the store holds; a well-formed id the store lacks is a
+/// failed operation (exit 1).
 pub fn checkpoint_id(s: &str) -> Result<CheckpointId, Failure> {
-    CheckpointId::new(s).map_err(|e| Failure::msg(format!("{s:?}: not a valid checkpoint id: {e}")))
+    CheckpointId::new(s)
+        .map_err(|e| Failure::Usage(format!("{s:?}: not a valid checkpoint id: {e}")))
 }
 
-/// Parses an execution id given on the command line.
+/// Parses an execution id given on the command line (malformed: bad usage, exit 2).
 pub fn execution_id(s: &str) -> Result<ExecutionId, Failure> {
-    ExecutionId::new(s).map_err(|e| Failure::msg(format!("{s:?}: not a valid execution id: {e}")))
+    ExecutionId::new(s).map_err(|e| Failure::Usage(format!("{s:?}: not a valid execution id: {e}")))
 }
 
 fn schema(version: Option<&str>) -> CmdResult {
     let version = version.unwrap_or(caf_core::CURRENT_VERSION);
     let text = caf_core::format::schema::schema_text(version).ok_or_else(|| {
-        Failure::msg(format!(
+        Failure::Usage(format!(
             "no schema for format version {version:?}; known versions: {}",
             caf_core::format::migrate::known_versions().join(", ")
         ))

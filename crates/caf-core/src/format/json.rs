@@ -181,10 +181,9 @@ pub fn parse_strict(bytes: &[u8], max_depth: usize) -> Result<Value, StrictError
                     let full = e.to_string();
                     let message = full
                         .rsplit_once(" at line ")
-                        .map_or(full.as_str(), |(m, _)| m)
-                        .to_string();
+                        .map_or(full.as_str(), |(m, _)| m);
                     StrictError::Syntax {
-                        message,
+                        message: plain_syntax(bytes, message),
                         line: e.line(),
                         column: e.column(),
                         pointer,
@@ -193,6 +192,55 @@ pub fn parse_strict(bytes: &[u8], max_depth: usize) -> Result<Value, StrictError
             })
         }
     }
+}
+
+/// serde_json's description of a syntax error, in words a user understands; the whole file
+/// is looked at for what a parser cannot see (empty, a byte order mark, UTF-16, NUL bytes).
+fn plain_syntax(bytes: &[u8], message: &str) -> String {
+    let whole = if bytes.is_empty() {
+        Some("the file is empty")
+    } else if bytes.iter().all(u8::is_ascii_whitespace) {
+        Some("the file holds only white space, no JSON")
+    } else if bytes.starts_with(&[0xEF, 0xBB, 0xBF]) {
+        Some("the file starts with a UTF-8 byte order mark (BOM), which JSON does not allow: remove its first 3 bytes")
+    } else if bytes.starts_with(&[0xFF, 0xFE]) || bytes.starts_with(&[0xFE, 0xFF]) {
+        Some("the file is UTF-16 (it starts with a byte order mark); checkpoints are UTF-8 JSON")
+    } else if bytes[0] == 0 {
+        Some("the file starts with NUL bytes, not JSON text")
+    } else {
+        None
+    };
+    if let Some(w) = whole {
+        return w.to_string();
+    }
+    let said = match message {
+        "EOF while parsing a value" => {
+            "the file ends where a value should be (EOF): is it truncated?"
+        }
+        "EOF while parsing an object" => "the file ends inside an object (EOF): is it truncated?",
+        "EOF while parsing a list" => "the file ends inside an array (EOF): is it truncated?",
+        "EOF while parsing a string" => "the file ends inside a string (EOF): is it truncated?",
+        "expected value" => {
+            "expected a JSON value here (NaN, Infinity, comments and unquoted words are not JSON)"
+        }
+        "key must be a string" => {
+            "expected a key in double quotes (JSON has no comments and no single quotes)"
+        }
+        "trailing characters" => "trailing characters after the JSON document",
+        "trailing comma" => "trailing comma before a closing bracket (not allowed in JSON)",
+        "control character (\\u0000-\\u001F) found while parsing a string" => {
+            "a raw control character inside a string (write it escaped, like \\n or \\u0009)"
+        }
+        "invalid unicode code point" => {
+            "bytes that are not UTF-8 inside a string (checkpoints are UTF-8)"
+        }
+        "unexpected end of hex escape" => {
+            "an incomplete \\u escape inside a string (a lone surrogate?)"
+        }
+        "number out of range" => "number out of range (too large for a 64-bit float)",
+        other => other,
+    };
+    said.to_string()
 }
 
 #[cfg(test)]
@@ -252,6 +300,22 @@ mod tests {
             parse_strict(b"\"\xff\"", 64),
             Err(StrictError::Syntax { .. })
         ));
+    }
+
+    #[test]
+    fn says_syntax_errors_in_words() {
+        let said = |bytes: &[u8]| match parse_strict(bytes, 64) {
+            Err(StrictError::Syntax { message, .. }) => message,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(said(b""), "the file is empty");
+        assert_eq!(said(b" \n\t "), "the file holds only white space, no JSON");
+        assert!(said(b"\xEF\xBB\xBF{}").contains("byte order mark (BOM)"));
+        assert!(said(b"\xFF\xFE{\x00}\x00").contains("UTF-16"));
+        assert!(said(b"\x00\x00").contains("NUL bytes"));
+        assert!(said(b"{\"a\": NaN}").starts_with("expected a JSON value here"));
+        assert!(said(b"{\"a\": [1").contains("(EOF)"));
+        assert!(said(b"{} x").starts_with("trailing characters"));
     }
 
     #[test]
