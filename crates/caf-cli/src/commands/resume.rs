@@ -44,6 +44,13 @@ pub fn run(t: &Target, json: bool, a: &ResumeArgs) -> CmdResult {
     };
     let percent = (done * 100).checked_div(total).unwrap_or(100);
     let in_flight = r.state.in_flight_tool_calls();
+    // Files that could not be read at all are not listed (their execution is unknown): shown
+    // apart, since one of them may be this run's newest checkpoint.
+    let unreadable: Vec<String> = t
+        .open_existing()?
+        .files()
+        .map(|f| f.problems().iter().map(|p| p.error.to_string()).collect())
+        .unwrap_or_default();
     if json {
         output::print_json(&json!({
             "checkpoint": c.id,
@@ -54,6 +61,7 @@ pub fn run(t: &Target, json: bool, a: &ResumeArgs) -> CmdResult {
             "timestamp": c.timestamp,
             "reason": c.metadata.checkpoint_reason,
             "skipped": r.skipped.iter().map(|(id, why)| json!({"id": id, "error": why})).collect::<Vec<_>>(),
+            "unreadable_files": unreadable,
             "progress": {"done": done, "total": total, "percent": percent, "step_number": p.step_number},
             "task": p.task,
             "completed_steps": p.completed_steps.iter().map(|s| &s.name).collect::<Vec<_>>(),
