@@ -92,6 +92,9 @@ fn demo_checkpoints_crashes_resumes_and_finishes() {
         "restored",
         "done",
         "final checkpoint",
+        "fork",
+        "branch",
+        "prune",
         "checkpoints written to",
     ] {
         assert!(
@@ -101,18 +104,25 @@ fn demo_checkpoints_crashes_resumes_and_finishes() {
         );
     }
     let files = json_files(&sb.store());
-    // 8 steps, one crash (no checkpoint for the crashed attempt), and a final checkpoint.
-    assert_eq!(files.len(), 9, "{:?}", files.keys());
-    assert!(text.contains("9 checkpoints written"), "{text}");
+    // 8 steps, one crash (no checkpoint for the crashed attempt), and a final checkpoint; then
+    // a fork and two steps on the branch; then 4 pruned.
+    assert_eq!(files.len(), 8, "{:?}", files.keys());
+    assert!(
+        text.contains("12 checkpoints written") && text.contains("(4 since pruned)"),
+        "{text}"
+    );
     for name in files.keys() {
         assert!(name.starts_with("ckpt_"), "{name}");
     }
     // The suggested next commands name real checkpoints.
-    let last = sb.list(&[])[0]["id"].as_str().unwrap().to_string();
+    let last = sb.list(&["--reason", "completed"])[0]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
     assert!(text.contains(&format!("inspect {last}")), "{text}");
     let out = sb.caf_plain(&["validate", &sb.store_str()], &[]).ok();
     assert!(
-        out.out().contains("9 valid, 0 invalid"),
+        out.out().contains("8 valid, 0 invalid"),
         "{}",
         out.describe()
     );
@@ -130,6 +140,7 @@ fn demo_is_deterministic() {
         "4",
         "--crash-at",
         "3",
+        "--deterministic",
     ])
     .ok();
     b.caf(&[
@@ -140,6 +151,7 @@ fn demo_is_deterministic() {
         "4",
         "--crash-at",
         "3",
+        "--deterministic",
     ])
     .ok();
     let first = json_files(&a.store());
@@ -155,6 +167,7 @@ fn demo_is_deterministic() {
             "4",
             "--crash-at",
             "3",
+            "--deterministic",
         ])
         .ok();
     assert!(out.out().contains("replaying"), "{}", out.describe());
@@ -169,6 +182,7 @@ fn demo_is_deterministic() {
         "4",
         "--crash-at",
         "3",
+        "--deterministic",
         "--seed",
         "7",
     ])
@@ -184,7 +198,7 @@ fn demo_reproduces_the_committed_example_archive() {
     let committed = json_files(&workspace().join("checkpoints"));
     assert!(!committed.is_empty());
     let sb = Sandbox::new();
-    sb.caf(&["demo"]).ok();
+    sb.caf(&["demo", "--deterministic"]).ok();
     let made = json_files(&sb.store());
     assert_eq!(
         made.keys().collect::<Vec<_>>(),
@@ -241,7 +255,7 @@ fn demo_without_a_crash() {
     let out = sb.caf(&["demo", "--steps", "3", "--crash-at", "0"]).ok();
     assert!(out.out().contains("no crash"), "{}", out.describe());
     assert!(!out.out().contains("crash!"), "{}", out.describe());
-    assert!(!out.out().contains("resume"), "{}", out.describe());
+    assert!(!out.out().contains("restored"), "{}", out.describe());
     let sb = Sandbox::new();
     let report = sb.demo(&["--steps", "3", "--crash-at", "0"]);
     let e = &report["executions"][0];
@@ -519,7 +533,8 @@ fn list_refuses_bad_ids() {
 #[test]
 fn inspect_shows_a_checkpoint_by_id_or_path() {
     let sb = Sandbox::new();
-    let report = sb.demo(&["--steps", "6", "--crash-at", "3"]);
+    // Two executions: the first is not pruned by the demo's epilogue (only the last is).
+    let report = sb.demo(&["--steps", "6", "--crash-at", "3", "--executions", "2"]);
     let id = report["executions"][0]["final_checkpoint"]
         .as_str()
         .unwrap()
@@ -1591,4 +1606,40 @@ fn reading_a_plain_directory_leaves_nothing_in_it() {
         .map(|e| e.unwrap().file_name())
         .collect();
     assert_eq!(names, vec![std::ffi::OsString::from("notes.txt")]);
+}
+
+#[test]
+fn demo_runs_on_the_real_clock_and_refuses_a_huge_run() {
+    let sb = Sandbox::new();
+    let report = sb.demo(&["--steps", "2"]);
+    let last = report["executions"][0]["final_checkpoint"]
+        .as_str()
+        .unwrap();
+    let c = caf_core::format::decode(
+        &std::fs::read(sb.path_of(last)).unwrap(),
+        &Default::default(),
+    )
+    .unwrap()
+    .checkpoint;
+    let now = caf_core::Clock::now(&caf_core::SystemClock);
+    let age_s = (now.as_micros() - c.timestamp.as_micros()) / 1_000_000;
+    assert!(
+        (0..3600).contains(&age_s),
+        "the demo's newest checkpoint is {age_s}s old"
+    );
+    // A max-age prune right after a demo deletes nothing but what is old on purpose.
+    let out = sb
+        .caf(&["--json", "prune", "--max-age", "1d", "--dry-run"])
+        .ok()
+        .json();
+    assert!(
+        out["plan"]["delete"].as_array().unwrap().is_empty(),
+        "{out}"
+    );
+    // 10000 steps would write tens of GB: refused, with the estimate, nothing written.
+    let sb = Sandbox::new();
+    let out = sb.caf(&["demo", "--steps", "10000"]).fails(2);
+    assert!(out.err().contains("GiB"), "{}", out.describe());
+    assert!(out.err().contains("--force"), "{}", out.describe());
+    assert!(!sb.store().exists());
 }

@@ -19,19 +19,25 @@ fn count(sb: &Sandbox, sql: &str) -> i64 {
 #[test]
 fn demo_indexes_in_sqlite_and_reports_stats_from_sql() {
     let sb = Sandbox::new();
-    let out = sb.caf(&["demo"]).ok().out();
+    let out = sb.caf(&["demo", "--deterministic"]).ok().out();
     assert!(out.contains("From SQL"), "{out}");
+    // The run (9 checkpoints, 4 pruned) and its branch (3 checkpoints).
     assert!(
-        out.contains("9 checkpoints, 17 thoughts, 8 tool calls (0 failed)"),
+        out.contains("2 executions, 8 checkpoints, 27 thoughts, 13 tool calls (0 failed)"),
         "{out}"
     );
     assert!(sb.store().join(".caf/caf.db").is_file());
-    let report = sb.demo(&[]); // a replay: same ids
-    assert_eq!(report["stats"]["totals"]["checkpoints"], 9, "{report}");
+    let report = sb.demo(&["--deterministic"]); // a replay: same ids
+    assert_eq!(report["stats"]["totals"]["checkpoints"], 8, "{report}");
     let stats = sb.caf(&["--json", "stats"]).ok().json();
-    assert_eq!(stats["totals"]["executions"], 1);
+    assert_eq!(stats["totals"]["executions"], 2);
     assert_eq!(stats["totals"]["checkpoints"], sb.list(&[]).len());
-    let exec = &stats["executions"][0];
+    let exec = stats["executions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["status"] == "completed")
+        .unwrap();
     assert_eq!(exec["status"], "completed");
     assert!(exec["task"].as_str().unwrap().starts_with("Compare three"));
     assert_eq!(exec["tool_calls_by_tool"]["search"], 2);
@@ -55,7 +61,7 @@ fn queries_find_tool_calls_and_thoughts() {
         .ok()
         .json();
     let calls = calls.as_array().unwrap();
-    assert_eq!(calls.len(), 2);
+    assert_eq!(calls.len(), 3, "two in the run, one on its branch");
     for c in calls {
         assert_eq!(c["call"]["tool_id"], "search");
         assert!(c["call"]["args"]["query"].is_string(), "{c}");
@@ -66,8 +72,9 @@ fn queries_find_tool_calls_and_thoughts() {
             .unwrap()
             .starts_with("ckpt_"));
     }
+    // 8 in the run; its branch holds the 3 of the first steps it was forked from, and 2 more.
     let all = sb.caf(&["--json", "query", "tool-calls"]).ok().json();
-    assert_eq!(all.as_array().unwrap().len(), 8);
+    assert_eq!(all.as_array().unwrap().len(), 13);
     let failed = sb
         .caf(&["--json", "query", "tool-calls", "--failed"])
         .ok()
@@ -79,7 +86,7 @@ fn queries_find_tool_calls_and_thoughts() {
         .ok()
         .json();
     let hits = hits.as_array().unwrap();
-    assert_eq!(hits.len(), 1, "{hits:?}");
+    assert_eq!(hits.len(), 2, "in the run and its branch: {hits:?}");
     assert!(hits[0]["thought"]["content"]
         .as_str()
         .unwrap()
@@ -127,8 +134,9 @@ fn sql_is_read_only_by_the_connection() {
             out.describe()
         );
     }
-    assert_eq!(count(&sb, "SELECT count(*) FROM checkpoints"), 9);
-    assert_eq!(count(&sb, "SELECT count(*) FROM checkpoint_labels"), 1);
+    assert_eq!(count(&sb, "SELECT count(*) FROM checkpoints"), 8);
+    // `demo` on the final checkpoint, `branch` on the branch's two steps.
+    assert_eq!(count(&sb, "SELECT count(*) FROM checkpoint_labels"), 3);
     sb.caf(&["sql", "SELEKT nonsense"]).fails(1);
 }
 

@@ -118,9 +118,17 @@ pub struct DemoArgs {
     /// means no crash when --steps is below 5).
     #[arg(long, default_value_t = 5)]
     pub crash_at: u32,
-    /// The seed that determines every id, timestamp and word of content.
+    /// The seed that determines the content (and, with --deterministic, every id and time).
     #[arg(long, default_value_t = 42)]
     pub seed: u64,
+    /// Run on a fixed simulated clock (from 2026-01-05 09:00 UTC), so that the same arguments
+    /// write identical files (how the example archive in `checkpoints/` is made). By default
+    /// the demo's times end now.
+    #[arg(long)]
+    pub deterministic: bool,
+    /// Write even when the estimated size is above 1 GB.
+    #[arg(long)]
+    pub force: bool,
 }
 
 /// `caf list`.

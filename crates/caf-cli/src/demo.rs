@@ -1,8 +1,13 @@
 //! `caf demo`: a simulated agent that plans, thinks, calls tools, checkpoints after every step,
 //! crashes, resumes from its latest checkpoint and finishes.
 //!
-//! Everything it writes is determined by `--seed`: ids, the simulated clock, the content. Running
-//! it twice with the same arguments rewrites identical files.
+//! After the last execution finishes, the story goes on: a branch is forked from step 3 of it
+//! ("what if we had picked another candidate?") and grows two steps, and the execution is pruned
+//! to its last checkpoints, keeping the branch point, the named final checkpoint and the heads.
+//!
+//! The content is determined by `--seed`. With `--deterministic` the simulated clock starts at a
+//! fixed time, so ids and times are too: running it twice rewrites identical files. By default
+//! the clock is set so that the run ends now.
 
 use crate::cli::DemoArgs;
 use crate::output::{self, BOLD, CYAN, DIM, GREEN, RED, YELLOW};
@@ -101,7 +106,17 @@ fn id_source(
     }
 }
 
+/// The end of the story: a branch and a prune.
+#[derive(serde::Serialize)]
+struct Epilogue {
+    fork: CheckpointId,
+    branch_execution: ExecutionId,
+    branch_head: CheckpointId,
+    pruned: usize,
+}
+
 struct Run {
+    epilogue: Option<Epilogue>,
     execution_id: ExecutionId,
     checkpoints: usize,
     crashed_at: Option<u32>,
@@ -146,10 +161,28 @@ fn work(
     Ok(tool.to_string())
 }
 
+/// How long the simulated runs take at most: an hour between executions, at most 3 s a step.
+fn simulated_span_ms(a: &DemoArgs) -> u64 {
+    u64::from(a.executions) * 3_600_000 + u64::from(a.steps + 4) * 3_000
+}
+
+/// The estimated size of what the demo writes: each file holds everything so far, so an
+/// execution of `s` steps writes about 1.7 KB x (s + 1) x (s + 4) / 2.
+pub fn estimated_bytes(a: &DemoArgs) -> u64 {
+    let s = u64::from(a.steps);
+    u64::from(a.executions) * 1_700 * (s + 1) * (s + 4) / 2
+}
+
 fn run_one(t: &Target, a: &DemoArgs, n: u32, human: bool) -> Result<Run, Failure> {
     let mut rng =
         fastrand::Rng::with_seed(a.seed.wrapping_mul(1_000_003).wrapping_add(u64::from(n)));
-    let start = utc(2026, 1, 5, 9, 0, 0).ok_or_else(|| Failure::msg("bad demo start time"))?;
+    let start = if a.deterministic {
+        utc(2026, 1, 5, 9, 0, 0).ok_or_else(|| Failure::msg("bad demo start time"))?
+    } else {
+        let now = caf_core::SystemClock.now();
+        let span = i64::try_from(simulated_span_ms(a)).unwrap_or(i64::MAX);
+        caf_core::Timestamp::from_micros(now.as_micros().saturating_sub(span.saturating_mul(1000)))
+    };
     let clock = Arc::new(SimulatedClock::starting_at(start));
     clock.advance_ms(u64::from(n) * 3_600_000);
     let id_rng = Arc::new(Mutex::new((fastrand::Rng::with_seed(rng.u64(..)), 0u128)));
@@ -185,13 +218,14 @@ fn run_one(t: &Target, a: &DemoArgs, n: u32, human: bool) -> Result<Run, Failure
         s
     };
     let mut manager = open()?;
-    // The demo is deterministic: a previous run with the same seed used the same execution id.
+    // A deterministic demo: a previous run with the same seed used the same execution id.
     let replaced = manager.store().delete_execution(&execution_id)?;
     if replaced > 0 {
         say(format!("  {DIM}replaying: removed {replaced} checkpoints of an earlier run with this seed{DIM:#}"));
     }
     let mut state = fresh();
     let mut run = Run {
+        epilogue: None,
         execution_id: execution_id.clone(),
         checkpoints: 0,
         crashed_at: None,
@@ -267,11 +301,101 @@ fn run_one(t: &Target, a: &DemoArgs, n: u32, human: bool) -> Result<Run, Failure
         output::duration_ms(c.metadata.duration_ms)
     ));
     run.last = Some(c.id);
+    if n == a.executions && a.steps >= 5 {
+        run.epilogue = Some(branch_and_prune(
+            &manager,
+            &execution_id,
+            &clock,
+            &mut rng,
+            &mut say,
+        )?);
+    }
     Ok(run)
+}
+
+/// Forks a branch from step 3 and grows it two steps, then prunes the execution to its last
+/// three checkpoints (the policy's protections keep the branch point and the final one).
+fn branch_and_prune(
+    manager: &CheckpointManager<Store>,
+    execution_id: &ExecutionId,
+    clock: &SimulatedClock,
+    rng: &mut fastrand::Rng,
+    say: &mut impl FnMut(String),
+) -> Result<Epilogue, Failure> {
+    let listed = manager
+        .store()
+        .list(&caf_core::ListFilter::execution(execution_id))?;
+    let Some(from) = listed.iter().rev().find(|s| s.step_number == 3) else {
+        return Err(Failure::msg(
+            "the demo has no checkpoint of step 3 to branch from",
+        ));
+    };
+    let branch_execution = ExecutionId::new(format!("{execution_id}-b")).map_err(Failure::msg)?;
+    let fork = manager.fork(
+        &from.id,
+        caf_core::ForkOptions {
+            name: Some("other-candidate".into()),
+            reason: Some("what if we had picked another candidate?".into()),
+            labels: Vec::new(),
+            execution: Some(branch_execution.clone()),
+        },
+    )?;
+    say(format!(
+        "\n  {YELLOW}fork{YELLOW:#}      branch {CYAN}{}{CYAN:#} from step 3 ({}) into execution {branch_execution}",
+        fork.id, from.id
+    ));
+    let mut state = manager.restore(&fork.id)?.state;
+    let mut head = fork.id.clone();
+    for s in 4..=5 {
+        let step_name = state.remaining_steps().first().cloned().unwrap_or_default();
+        let tool = work(&mut state, rng, clock, s)?;
+        let c = manager.checkpoint(
+            &mut state,
+            CheckpointOptions::new(CheckpointReason::StepCompleted).label("branch"),
+        )?;
+        say(format!(
+            "  branch {s:>2}    {step_name:<28} {tool:<10} {GREEN}saved{GREEN:#} {CYAN}{}{CYAN:#}",
+            c.id
+        ));
+        head = c.id;
+    }
+    let policy =
+        caf_core::retention::RetentionPolicy::default().with_overrides(Some(3), None, None);
+    let log = manager
+        .store()
+        .files()
+        .map(|f| caf_core::prune::PrunedLog::of_dir(f.root()));
+    let outcome = caf_core::prune::prune(
+        manager.store(),
+        &policy,
+        Some(execution_id),
+        clock.now(),
+        false,
+        log.as_ref(),
+    )?;
+    say(format!(
+        "  {YELLOW}prune{YELLOW:#}     keep the last 3 of {execution_id}: deleted {}, kept {} (the branch point and the final checkpoint are protected)",
+        outcome.deleted.len(),
+        outcome.plan.keep.len()
+    ));
+    Ok(Epilogue {
+        fork: fork.id,
+        branch_execution,
+        branch_head: head,
+        pruned: outcome.deleted.len(),
+    })
 }
 
 /// Runs the demo.
 pub fn run(t: &Target, json: bool, a: &DemoArgs) -> CmdResult {
+    let estimate = estimated_bytes(a);
+    if estimate > 1_000_000_000 && !a.force {
+        return Err(Failure::Usage(format!(
+            "this demo would write about {} (each checkpoint holds the whole run so far); \
+             use fewer --steps or --executions, or pass --force",
+            output::bytes(estimate)
+        )));
+    }
     if !json {
         let crash = if a.crash_at == 0 || a.crash_at > a.steps {
             "no crash".to_string()
@@ -292,7 +416,15 @@ pub fn run(t: &Target, json: bool, a: &DemoArgs) -> CmdResult {
     for n in 1..=a.executions {
         runs.push(run_one(t, a, n, !json)?);
     }
-    let total: usize = runs.iter().map(|r| r.checkpoints).sum();
+    // The branch adds the fork and two steps.
+    let total: usize = runs
+        .iter()
+        .map(|r| r.checkpoints + if r.epilogue.is_some() { 3 } else { 0 })
+        .sum();
+    let pruned: usize = runs
+        .iter()
+        .filter_map(|r| r.epilogue.as_ref().map(|e| e.pruned))
+        .sum();
     let store = t.open_with_database()?;
     let db = store
         .sql()
@@ -308,12 +440,13 @@ pub fn run(t: &Target, json: bool, a: &DemoArgs) -> CmdResult {
                     "execution_id": r.execution_id, "checkpoints": r.checkpoints,
                     "crashed_at_step": r.crashed_at, "resumed_from": r.resumed_from,
                     "final_checkpoint": r.last, "tokens_used": r.tokens,
+                    "branch": r.epilogue,
                 })
             })
             .collect();
         output::print_json(&json!({
             "dir": t.describe(), "database": crate::target::redact(&db.location()),
-            "checkpoints": total, "executions": execs, "stats": stats,
+            "checkpoints": total, "pruned": pruned, "executions": execs, "stats": stats,
         }));
         return Ok(());
     }
@@ -329,8 +462,14 @@ pub fn run(t: &Target, json: bool, a: &DemoArgs) -> CmdResult {
     let mut o = anstream::stdout();
     let _ = writeln!(
         o,
-        "\n{BOLD}{total} checkpoints{BOLD:#} written to {}, indexed in {}. From SQL:\n",
+        "\n{BOLD}{}{BOLD:#} written to {}{}, indexed in {}. From SQL:\n",
+        output::count_of(total, "checkpoint"),
         t.describe(),
+        if pruned > 0 {
+            format!(" ({pruned} since pruned)")
+        } else {
+            String::new()
+        },
         crate::target::redact(&db.location())
     );
     crate::commands::database::print_stats(&stats);
@@ -340,6 +479,8 @@ pub fn run(t: &Target, json: bool, a: &DemoArgs) -> CmdResult {
     };
     let _ = writeln!(o, "\nNext:");
     let _ = writeln!(o, "  caf {global} list --execution {exec}");
+    let _ = writeln!(o, "  caf {global} log --graph");
+    let _ = writeln!(o, "  caf {global} resume {exec}");
     let _ = writeln!(o, "  caf {global} inspect {last}");
     let _ = writeln!(o, "  caf {global} query tool-calls --tool search");
     if !t.no_files {

@@ -26,7 +26,8 @@ fn ok_json(dir: &Path, args: &[&str]) -> Value {
 fn demo() -> (tempfile::TempDir, String, Vec<String>) {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("ckpts");
-    let v = ok_json(&dir, &["--json", "demo"]);
+    // Two executions: the first keeps its whole history (the demo prunes only the last).
+    let v = ok_json(&dir, &["--json", "demo", "--executions", "2"]);
     let exec = v["executions"][0]["execution_id"]
         .as_str()
         .unwrap()
