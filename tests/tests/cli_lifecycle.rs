@@ -315,3 +315,30 @@ fn delete_older_than_keeps_each_executions_latest() {
     );
     sb.caf(&["delete", "--older-than", "yesterday"]).fails(2);
 }
+
+#[test]
+fn auto_prune_in_caf_toml_prunes_after_each_save() {
+    let sb = Sandbox::new();
+    std::fs::create_dir_all(sb.store()).unwrap();
+    std::fs::write(
+        sb.store().join("caf.toml"),
+        "[retention]\nkeep_last = 2\nauto_prune = true\n",
+    )
+    .unwrap();
+    for step in 1..=5 {
+        save(&sb, &parts(step), &["-e", "e"]).ok();
+    }
+    assert_eq!(json_files(&sb.store()).len(), 2);
+    // Off by default.
+    std::fs::write(sb.store().join("caf.toml"), "[retention]\nkeep_last = 2\n").unwrap();
+    for step in 6..=8 {
+        save(&sb, &parts(step), &["-e", "e"]).ok();
+    }
+    assert_eq!(json_files(&sb.store()).len(), 5);
+    // A bad caf.toml is one clear line naming the file.
+    std::fs::write(sb.store().join("caf.toml"), "[retention]\nkeep_lats = 2\n").unwrap();
+    let before = json_files(&sb.store());
+    let out = save(&sb, &parts(9), &["-e", "e"]).fails(1);
+    assert!(out.err().contains("caf.toml"), "{}", out.describe());
+    assert_eq!(json_files(&sb.store()), before, "nothing saved");
+}

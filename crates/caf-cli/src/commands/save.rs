@@ -51,6 +51,9 @@ pub fn save(t: &Target, json: bool, a: &SaveArgs) -> CmdResult {
     } else {
         a.file.display().to_string()
     };
+    // DIR/caf.toml may ask for a prune after each save (of this execution); read first, so that
+    // a bad file stops the save before anything is written.
+    let config = caf_core::config::Config::load(t.dir()).map_err(Failure::msg)?;
     let store = t.open_or_create()?;
     let c = save_parts(
         &*store,
@@ -64,9 +67,29 @@ pub fn save(t: &Target, json: bool, a: &SaveArgs) -> CmdResult {
         e @ SaveError::Invalid { .. } => Failure::msg(format!("{source}: {e}; nothing saved")),
         e => Failure::msg(format!("{e}; nothing saved")),
     })?;
+    let pruned = if config.retention.auto_prune && config.retention.policy().has_rules() {
+        let log = store
+            .files()
+            .map(|f| caf_core::prune::PrunedLog::of_dir(f.root()));
+        caf_core::prune::prune(
+            &*store,
+            &config.retention.policy(),
+            Some(&c.execution_id),
+            SystemClock.now(),
+            false,
+            log.as_ref(),
+        )?
+        .deleted
+        .len()
+    } else {
+        0
+    };
     if json {
         output::print_json(&caf_core::CheckpointSummary::of(&c, store.stored_size(&c)));
     } else {
+        if pruned > 0 {
+            crate::say!("pruned {pruned} (auto_prune in caf.toml)");
+        }
         crate::say!(
             "saved {} (execution {}, step {}, parent {})",
             c.id,
