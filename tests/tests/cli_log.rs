@@ -480,3 +480,21 @@ fn empty_store_and_unknown_execution() {
     );
     sb.caf(&["log", "--frobnicate"]).fails(2);
 }
+
+#[test]
+fn names_with_line_breaks_and_escapes_stay_on_their_line() {
+    let sb = Sandbox::new();
+    let mut h = History::new(&sb);
+    let mut state = h.start("exec_main");
+    h.step(
+        &mut state,
+        "a1",
+        CheckpointOptions::new(CheckpointReason::Manual)
+            .named("two\nlines \u{1b}[31mred")
+            .label("x\ty"),
+    );
+    assert_eq!(
+        log(&sb, &h, &[]),
+        "a1 (head, latest) 2026-01-05 09:00:01  step 1  manual  two lines \\u{1b}[31mred [x y]\n"
+    );
+}

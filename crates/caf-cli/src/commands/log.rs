@@ -119,6 +119,23 @@ fn min_len(id: &str) -> usize {
         .map_or(8, |p| p.len() + 8)
 }
 
+/// `s` on one line and harmless to a terminal: whitespace runs become one space, other control
+/// characters (an escape sequence in a hand-edited name) are shown escaped.
+fn printable(s: &str) -> String {
+    s.split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_debug().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
+}
+
 /// One checkpoint of `caf --json log`.
 #[derive(Debug, Serialize)]
 struct Entry<'a> {
@@ -255,10 +272,12 @@ impl View<'_> {
         let mut line = format!("{CYAN}{}{CYAN:#}", self.ids.short(s.id.as_str()));
         let mut marks = Vec::new();
         if self.rel.children[i].is_empty() {
-            marks.push(format!("{GREEN}{BOLD}head{BOLD:#}{GREEN:#}"));
+            let head = GREEN.bold();
+            marks.push(format!("{head}head{head:#}"));
         }
         if self.rel.latest[i] {
-            marks.push(format!("{YELLOW}{BOLD}latest{BOLD:#}{YELLOW:#}"));
+            let latest = YELLOW.bold();
+            marks.push(format!("{latest}latest{latest:#}"));
         }
         if !marks.is_empty() {
             line.push_str(&format!(
@@ -281,10 +300,11 @@ impl View<'_> {
             s.step_number
         ));
         if let Some(name) = &s.name {
-            line.push_str(&format!("  {BOLD}{name}{BOLD:#}"));
+            line.push_str(&format!("  {BOLD}{}{BOLD:#}", printable(name)));
         }
         if !s.labels.is_empty() {
-            line.push_str(&format!(" [{}]", s.labels.join(", ")));
+            let labels: Vec<String> = s.labels.iter().map(|l| printable(l)).collect();
+            line.push_str(&format!(" [{}]", labels.join(", ")));
         }
         line
     }
@@ -332,6 +352,12 @@ mod tests {
             "⋮ parent ckpt_1234abcd not in the store (pruned?)"
         );
         assert_eq!(gap_text(&p, Some(3)), "⋮ 3 pruned since ckpt_1234abcd");
+    }
+
+    #[test]
+    fn names_are_printed_on_one_line_without_control_characters() {
+        assert_eq!(printable("plan  B\n(retry)"), "plan B (retry)");
+        assert_eq!(printable("red\u{1b}[31m"), "red\\u{1b}[31m");
     }
 
     #[test]
