@@ -137,10 +137,8 @@ pub fn layout(items: &[CheckpointSummary]) -> Vec<Row> {
         };
         rows.push(row);
     }
-    if let Some(last) = rows.last_mut() {
-        // Nothing follows the last row: no separator (lanes cannot be left over).
-        last.after.clear();
-    }
+    // Every lane waited for a checkpoint that has been shown since: the last row has no
+    // `after` lines.
     rows
 }
 
@@ -252,8 +250,10 @@ mod tests {
     /// The graph as text: each row's node line with its id, a padding line `~` for rows whose
     /// line ends, then its `after` lines.
     fn draw(items: &[CheckpointSummary]) -> String {
+        let rows = layout(items);
+        assert!(rows.last().is_none_or(|r| r.after.is_empty()), "{rows:?}");
         let mut out = Vec::new();
-        for r in layout(items) {
+        for r in rows {
             out.push(format!("{}{}", r.node, items[r.index].id));
             if r.parent_lane.is_none() {
                 out.push(format!("{}~", r.padding));
