@@ -53,6 +53,8 @@ pub enum Command {
     Demo(DemoArgs),
     /// List checkpoints, newest first.
     List(ListArgs),
+    /// Show the history of checkpoints: heads, latest, branch points (--graph draws branches).
+    Log(LogArgs),
     /// Show one checkpoint (by id, or a file path).
     Inspect(InspectArgs),
     /// Check checkpoint files (or directories of them) against their schema and checksum.
@@ -152,6 +154,17 @@ pub struct ListArgs {
     /// At most this many.
     #[arg(long, short = 'n')]
     pub limit: Option<usize>,
+}
+
+/// `caf log`.
+#[derive(Debug, Args)]
+pub struct LogArgs {
+    /// Only this execution (children and parents in other executions are still named).
+    #[arg(long, short = 'e')]
+    pub execution: Option<String>,
+    /// Draw the history as a graph of branches, like `git log --graph`.
+    #[arg(long)]
+    pub graph: bool,
 }
 
 /// `caf inspect`.

@@ -8,6 +8,7 @@ mod bench;
 mod cli;
 mod commands;
 mod demo;
+mod graph;
 mod output;
 mod target;
 

@@ -6,6 +6,7 @@ mod diff;
 pub mod files;
 mod inspect;
 mod list;
+mod log;
 mod migrate;
 mod prune;
 mod resume;
@@ -29,6 +30,7 @@ pub fn run(cli: Cli) -> CmdResult {
     match cli.command {
         Command::Demo(a) => crate::demo::run(dir, json, &a),
         Command::List(a) => list::run(dir, json, &a),
+        Command::Log(a) => log::run(dir, json, &a),
         Command::Inspect(a) => inspect::run(dir, json, &a),
         Command::Validate(a) => files::validate(json, &a.paths),
         Command::Import(a) => files::import(dir, json, &a.paths),
