@@ -285,6 +285,12 @@ fn prune_follows_the_policy_dry_run_changes_nothing_and_twice_is_once() {
         .unwrap();
     assert_eq!(gap.nearest_kept.unwrap().as_str(), ids[0]);
     assert_eq!(gap.pruned, 3);
+    // And `caf log` shows the gap.
+    let log = sb.caf(&["log", "--graph"]).ok().out();
+    assert!(
+        log.contains(&format!("⋮ 3 pruned since {}", ids[0])),
+        "{log}"
+    );
     // Flags override the file; a bad flag is bad usage.
     sb.caf(&["prune", "--tiers", "banana"]).fails(2);
     sb.caf(&["prune", "--max-age", "soon"]).fails(2);

@@ -166,6 +166,21 @@ pub fn run(t: &Target, json: bool, a: &LogArgs) -> CmdResult {
     let execution = a.execution.as_deref().map(execution_id).transpose()?;
     let all = store.list(&ListFilter::default())?;
     let rel = Relations::of(&all);
+    // Missing parents that were pruned: the tombstones lead to the nearest kept ancestor.
+    let tombstones = match store.files() {
+        Some(f) => caf_core::prune::PrunedLog::of_dir(f.root()).load()?,
+        None => HashMap::new(),
+    };
+    let mut gaps: HashMap<CheckpointId, (Option<CheckpointId>, usize)> = HashMap::new();
+    for s in &all {
+        if let Some(p) = &s.parent_id {
+            if let Some(gap) = caf_core::prune::ancestry(&**store, &tombstones, p)? {
+                if gap.pruned > 0 {
+                    gaps.insert(p.clone(), (gap.nearest_kept, gap.pruned));
+                }
+            }
+        }
+    }
     // The checkpoints shown, as indexes into `all`, newest first.
     let shown: Vec<usize> = (0..all.len())
         .filter(|&i| execution.as_ref().is_none_or(|e| &all[i].execution_id == e))
@@ -208,6 +223,7 @@ pub fn run(t: &Target, json: bool, a: &LogArgs) -> CmdResult {
         .iter()
         .any(|&i| all[i].execution_id != all[shown[0]].execution_id);
     let view = View {
+        gaps: &gaps,
         all: &all,
         rel: &rel,
         ids,
@@ -257,6 +273,8 @@ fn entry<'a>(
 
 /// How the text output shows checkpoints.
 struct View<'a> {
+    /// For each missing parent: the nearest kept ancestor and how many were pruned since.
+    gaps: &'a HashMap<CheckpointId, (Option<CheckpointId>, usize)>,
     all: &'a [CheckpointSummary],
     rel: &'a Relations,
     ids: Abbrev<'a>,
@@ -324,7 +342,14 @@ impl View<'_> {
         let s = &self.all[i];
         match (self.rel.parent[i], &s.parent_id) {
             (Parent::Missing, Some(p)) => {
-                notes.push(format!("{YELLOW}{}{YELLOW:#}", gap_text(p, None)));
+                let text = match self.gaps.get(p) {
+                    Some((Some(kept), n)) => gap_text(kept, Some(*n)),
+                    Some((None, n)) => {
+                        format!("⋮ {n} pruned before it (back to the start of its line)")
+                    }
+                    None => gap_text(p, None),
+                };
+                notes.push(format!("{YELLOW}{}{YELLOW:#}", text));
             }
             (Parent::Stored(p), _) if !self.shown.contains(&p) => {
                 let parent = &self.all[p];
