@@ -348,3 +348,64 @@ fn auto_prune_in_caf_toml_prunes_after_each_save() {
     assert!(out.err().contains("caf.toml"), "{}", out.describe());
     assert_eq!(json_files(&sb.store()), before, "nothing saved");
 }
+
+/// The same commands on a database alone: SQLite always, PostgreSQL with
+/// `CAF_TEST_POSTGRES_URL` (skipped loudly otherwise).
+fn lifecycle_on_a_database(url: &str) {
+    let sb = Sandbox::new();
+    let db = |args: &[&str]| -> Vec<String> {
+        let mut all: Vec<String> = vec!["--db".into(), url.into(), "--no-files".into()];
+        all.extend(args.iter().map(|s| s.to_string()));
+        all
+    };
+    let run = |args: &[&str]| {
+        let all = db(args);
+        let refs: Vec<&str> = all.iter().map(String::as_str).collect();
+        sb.caf_plain(&refs, &[])
+    };
+    let file = sb.path().join("parts.json");
+    let mut ids = Vec::new();
+    for step in 1..=5 {
+        std::fs::write(&file, serde_json::to_vec(&parts(step)).unwrap()).unwrap();
+        let out = run(&["--json", "save", "-e", "exec_db", "-f", s(&file)])
+            .ok()
+            .json();
+        ids.push(out["id"].as_str().unwrap().to_string());
+    }
+    let fork = run(&["--json", "fork", &ids[1], "-e", "exec_db_b"])
+        .ok()
+        .json();
+    assert_eq!(fork["parent_id"], ids[1].as_str());
+    let r = run(&["--json", "resume", "exec_db"]).ok().json();
+    assert_eq!(r["checkpoint"], ids[4].as_str());
+    run(&["label", &ids[0], "--add", "keep"]).ok();
+    let pruned = run(&["--json", "prune", "--keep-last", "1"]).ok().json();
+    // ids[0] is labelled keep, ids[1] a branch point, ids[2] starts a branch of it, ids[4] is
+    // the latest: ids[3] goes.
+    assert_eq!(pruned["deleted"], json!([ids[3]]));
+    let log = run(&["log", "--graph"]).ok().out();
+    assert!(log.contains("not in the store"), "{log}");
+}
+
+#[test]
+fn lifecycle_on_sqlite_alone() {
+    let sb = Sandbox::new();
+    lifecycle_on_a_database(&format!(
+        "sqlite://{}",
+        sb.path().join("db.sqlite").display()
+    ));
+}
+
+#[test]
+fn lifecycle_on_postgres() {
+    let Ok(base) = std::env::var("CAF_TEST_POSTGRES_URL") else {
+        use std::io::Write;
+        let _ = writeln!(
+            std::io::stderr(),
+            "SKIPPED lifecycle_on_postgres: set CAF_TEST_POSTGRES_URL (e.g. postgres://postgres@127.0.0.1:5432/test)"
+        );
+        return;
+    };
+    let db = caf_sql::ScratchDatabase::create(&base).unwrap();
+    lifecycle_on_a_database(db.url());
+}

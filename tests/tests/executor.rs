@@ -269,3 +269,38 @@ fn a_resumed_run_must_have_the_same_plan() {
         .unwrap_err();
     assert!(matches!(err, ExecutorError::InvalidPlan(_)), "{err}");
 }
+
+#[test]
+fn checkpoint_if_changed_uses_dirty_tracking() {
+    let m = CheckpointManager::new(caf_core::MemoryStore::new());
+    let mut state = caf_core::RuntimeState::new("agent");
+    let opts = || caf_core::CheckpointOptions::new(CheckpointReason::Periodic);
+    // The first checkpoint is always taken.
+    assert!(m
+        .checkpoint_if_changed(&mut state, opts())
+        .unwrap()
+        .is_some());
+    assert!(m
+        .checkpoint_if_changed(&mut state, opts())
+        .unwrap()
+        .is_none());
+    state.set_variable("x", json!(1));
+    assert!(m
+        .checkpoint_if_changed(&mut state, opts())
+        .unwrap()
+        .is_some());
+    assert!(m
+        .checkpoint_if_changed(&mut state, opts())
+        .unwrap()
+        .is_none());
+    state.add_tokens(5);
+    assert!(m
+        .checkpoint_if_changed(&mut state, opts())
+        .unwrap()
+        .is_some());
+    let listed = m
+        .store()
+        .list(&ListFilter::execution(state.execution_id()))
+        .unwrap();
+    assert_eq!(listed.len(), 3);
+}
