@@ -58,7 +58,9 @@ impl HybridStore {
         };
         Error::Backend {
             backend,
-            message: format!("{done}, but the database failed ({e}); run `caf sync` to catch up"),
+            message: format!(
+                "{done}, but the database failed ({e}); it is behind the files until synced"
+            ),
             source: Some(Box::new(e)),
         }
     }
