@@ -405,9 +405,9 @@ pub fn run(t: &Target, json: bool, a: &DemoArgs) -> CmdResult {
         let mut o = anstream::stdout();
         let _ = writeln!(
             o,
-            "{BOLD}caf demo{BOLD:#}: {} execution(s) x {} steps, {crash}, seed {}, checkpoints in {}",
-            a.executions,
-            a.steps,
+            "{BOLD}caf demo{BOLD:#}: {} x {}, {crash}, seed {}, checkpoints in {}",
+            output::count_of(a.executions as usize, "execution"),
+            output::count_of(a.steps as usize, "step"),
             a.seed,
             t.describe()
         );
