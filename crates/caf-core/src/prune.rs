@@ -15,7 +15,7 @@ use crate::clock::Timestamp;
 use crate::error::{Error, Result};
 use crate::id::{CheckpointId, ExecutionId};
 use crate::retention::{plan, PrunePlan, RetentionPolicy};
-use crate::store::{CheckpointStore, ListFilter};
+use crate::store::{CheckpointStore, CheckpointSummary, ListFilter};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::io::Write;
@@ -130,12 +130,32 @@ pub fn prune(
             dry_run,
         });
     }
+    let by_id: HashMap<&CheckpointId, &CheckpointSummary> =
+        all.iter().map(|s| (&s.id, s)).collect();
+    let doomed: Vec<&CheckpointSummary> = plan
+        .delete
+        .iter()
+        .filter_map(|(id, _)| by_id.get(id).copied())
+        .collect();
+    let deleted = delete_recorded(store, &doomed, now, log)?;
+    Ok(PruneOutcome {
+        plan,
+        deleted,
+        dry_run,
+    })
+}
+
+/// Deletes `doomed` from `store`, first recording their tombstones in `log` (if any), so that
+/// lineage stays readable; returns the ids that were there to delete.
+pub fn delete_recorded(
+    store: &dyn CheckpointStore,
+    doomed: &[&CheckpointSummary],
+    now: Timestamp,
+    log: Option<&PrunedLog>,
+) -> Result<Vec<CheckpointId>> {
     if let Some(log) = log {
-        let by_id: HashMap<&CheckpointId, _> = all.iter().map(|s| (&s.id, s)).collect();
-        let stones: Vec<Tombstone> = plan
-            .delete
+        let stones: Vec<Tombstone> = doomed
             .iter()
-            .filter_map(|(id, _)| by_id.get(id))
             .map(|s| Tombstone {
                 id: s.id.clone(),
                 parent_id: s.parent_id.clone(),
@@ -147,16 +167,12 @@ pub fn prune(
         log.record(&stones)?;
     }
     let mut deleted = Vec::new();
-    for (id, _) in &plan.delete {
-        if store.delete(id)? {
-            deleted.push(id.clone());
+    for s in doomed {
+        if store.delete(&s.id)? {
+            deleted.push(s.id.clone());
         }
     }
-    Ok(PruneOutcome {
-        plan,
-        deleted,
-        dry_run,
-    })
+    Ok(deleted)
 }
 
 /// Where a checkpoint's missing parent leads: the nearest ancestor still in the store (if any)

@@ -71,7 +71,7 @@ fn older_than(
     a: &DeleteArgs,
     age: caf_core::duration::Duration,
 ) -> CmdResult {
-    use caf_core::prune::{PrunedLog, Tombstone};
+    use caf_core::prune::PrunedLog;
     use caf_core::{Clock, ListFilter, SystemClock, Timestamp};
     let store = t.open_for_update()?;
     let now = SystemClock.now();
@@ -89,23 +89,8 @@ fn older_than(
         .iter() // newest first: the first of each execution is its latest
         .filter(|s| !latest.insert(s.execution_id.clone()) && s.timestamp < cutoff)
         .collect();
-    if let Some(files) = store.files() {
-        let stones: Vec<Tombstone> = doomed
-            .iter()
-            .map(|s| Tombstone {
-                id: s.id.clone(),
-                parent_id: s.parent_id.clone(),
-                execution_id: s.execution_id.clone(),
-                timestamp: s.timestamp,
-                pruned_at: now,
-            })
-            .collect();
-        PrunedLog::of_dir(files.root()).record(&stones)?;
-    }
-    for s in &doomed {
-        store.delete(&s.id)?;
-    }
-    let ids: Vec<_> = doomed.iter().map(|s| &s.id).collect();
+    let log = store.files().map(|f| PrunedLog::of_dir(f.root()));
+    let ids = caf_core::prune::delete_recorded(&*store, &doomed, now, log.as_ref())?;
     if json {
         output::print_json(&json!({"deleted": ids, "older_than": age.to_string()}));
     } else {

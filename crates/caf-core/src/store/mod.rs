@@ -178,77 +178,36 @@ pub trait CheckpointStore: Send + Sync {
     }
 }
 
-impl<S: CheckpointStore + ?Sized> CheckpointStore for Box<S> {
-    fn save(&self, c: &Checkpoint) -> Result<CheckpointSummary> {
-        (**self).save(c)
-    }
-    fn load(&self, id: &CheckpointId) -> Result<Checkpoint> {
-        (**self).load(id)
-    }
-    fn list(&self, f: &ListFilter) -> Result<Vec<CheckpointSummary>> {
-        (**self).list(f)
-    }
-    fn delete(&self, id: &CheckpointId) -> Result<bool> {
-        (**self).delete(id)
-    }
-    fn delete_execution(&self, e: &ExecutionId) -> Result<usize> {
-        (**self).delete_execution(e)
-    }
-    fn latest(&self, e: &ExecutionId) -> Result<Option<Checkpoint>> {
-        (**self).latest(e)
-    }
-    fn summary(&self, id: &CheckpointId) -> Result<Option<CheckpointSummary>> {
-        (**self).summary(id)
-    }
+/// Implements [`CheckpointStore`] for a pointer type by delegating to what it points to.
+macro_rules! delegate_store {
+    ($($ptr:ty),*) => {$(
+        impl<S: CheckpointStore + ?Sized> CheckpointStore for $ptr {
+            fn save(&self, c: &Checkpoint) -> Result<CheckpointSummary> {
+                (**self).save(c)
+            }
+            fn load(&self, id: &CheckpointId) -> Result<Checkpoint> {
+                (**self).load(id)
+            }
+            fn list(&self, f: &ListFilter) -> Result<Vec<CheckpointSummary>> {
+                (**self).list(f)
+            }
+            fn delete(&self, id: &CheckpointId) -> Result<bool> {
+                (**self).delete(id)
+            }
+            fn delete_execution(&self, e: &ExecutionId) -> Result<usize> {
+                (**self).delete_execution(e)
+            }
+            fn latest(&self, e: &ExecutionId) -> Result<Option<Checkpoint>> {
+                (**self).latest(e)
+            }
+            fn summary(&self, id: &CheckpointId) -> Result<Option<CheckpointSummary>> {
+                (**self).summary(id)
+            }
+        }
+    )*};
 }
 
-impl<S: CheckpointStore + ?Sized> CheckpointStore for &S {
-    fn save(&self, c: &Checkpoint) -> Result<CheckpointSummary> {
-        (**self).save(c)
-    }
-    fn load(&self, id: &CheckpointId) -> Result<Checkpoint> {
-        (**self).load(id)
-    }
-    fn list(&self, f: &ListFilter) -> Result<Vec<CheckpointSummary>> {
-        (**self).list(f)
-    }
-    fn delete(&self, id: &CheckpointId) -> Result<bool> {
-        (**self).delete(id)
-    }
-    fn delete_execution(&self, e: &ExecutionId) -> Result<usize> {
-        (**self).delete_execution(e)
-    }
-    fn latest(&self, e: &ExecutionId) -> Result<Option<Checkpoint>> {
-        (**self).latest(e)
-    }
-    fn summary(&self, id: &CheckpointId) -> Result<Option<CheckpointSummary>> {
-        (**self).summary(id)
-    }
-}
-
-impl<S: CheckpointStore + ?Sized> CheckpointStore for std::sync::Arc<S> {
-    fn save(&self, c: &Checkpoint) -> Result<CheckpointSummary> {
-        (**self).save(c)
-    }
-    fn load(&self, id: &CheckpointId) -> Result<Checkpoint> {
-        (**self).load(id)
-    }
-    fn list(&self, f: &ListFilter) -> Result<Vec<CheckpointSummary>> {
-        (**self).list(f)
-    }
-    fn delete(&self, id: &CheckpointId) -> Result<bool> {
-        (**self).delete(id)
-    }
-    fn delete_execution(&self, e: &ExecutionId) -> Result<usize> {
-        (**self).delete_execution(e)
-    }
-    fn latest(&self, e: &ExecutionId) -> Result<Option<Checkpoint>> {
-        (**self).latest(e)
-    }
-    fn summary(&self, id: &CheckpointId) -> Result<Option<CheckpointSummary>> {
-        (**self).summary(id)
-    }
-}
+delegate_store!(Box<S>, std::sync::Arc<S>, &S);
 
 /// The chain of ancestors of a checkpoint, starting with the checkpoint itself and following
 /// `parent_id` until a root or a parent that is not in the store. It walks summaries (the index
