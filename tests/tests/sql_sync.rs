@@ -401,7 +401,7 @@ fn hybrid_save_reports_a_database_failure_and_sync_catches_up() {
     let message = err.to_string();
     assert!(matches!(err, Error::Backend { .. }), "{message}");
     assert!(
-        message.contains("saved to its file") && message.contains("caf sync"),
+        message.contains("saved to its file") && message.contains("behind the files until synced"),
         "{message}"
     );
     assert_eq!(h.files().load(&run[1].id).unwrap(), run[1]);
