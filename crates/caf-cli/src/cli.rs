@@ -415,13 +415,19 @@ pub struct BenchArgs {
     /// Steps (checkpoints) per execution.
     #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=100000))]
     pub steps: u32,
-    /// Which storage mode(s) to measure (repeatable).
-    #[arg(long, value_enum, default_values_t = [crate::bench::Mode::Files])]
+    /// Which storage mode(s) to measure (repeatable) [default: files; with --peer: files,
+    /// files+sqlite and sqlite].
+    #[arg(long, value_enum)]
     pub mode: Vec<crate::bench::Mode>,
     /// Where to create the scratch store (default: a temporary directory next to --dir, so that
     /// it is on the same file system). It is removed afterwards.
     #[arg(long)]
     pub scratch: Option<PathBuf>,
+    /// After caf's modes, run a peer on the same workload in the same run and print both side
+    /// by side, with the ratios. `langgraph`: LangGraph's SqliteSaver, through the venv that
+    /// bench/peers/setup.sh creates (env CAF_PEER_DIR: another bench/peers directory).
+    #[arg(long, value_enum)]
+    pub peer: Option<crate::bench::Peer>,
 }
 
 /// Hidden stand-ins for the global options `names` (`dir`, `db`, `no_files`) that `command`
