@@ -1,0 +1,164 @@
+//! Recovery from damaged checkpoints, in the library: `restore_latest` falls back along the
+//! lineage of the execution's newest checkpoint (not to the newest valid file), whether the
+//! damage is seen by an open store, found when a store opens (placed by the index's memory of
+//! the file, or by what the damaged file still says), and says what it skipped and why.
+
+#![allow(clippy::unwrap_used)]
+
+use caf_core::format::LoadError;
+use caf_core::{CheckpointManager, CheckpointStore, Chosen, Error, FileStore};
+use caf_tests::gen::{checkpoint, ckpt_id, exec_id};
+use caf_tests::recovery::{corrupt, forked_execution, truncate_after_parent};
+use std::path::{Path, PathBuf};
+
+const EXEC: &str = "exec_fork";
+
+fn file(dir: &Path, id: &str) -> PathBuf {
+    dir.join(format!("{id}.json"))
+}
+
+fn skipped_ids(r: &caf_core::Restored) -> Vec<String> {
+    r.skipped.iter().map(|(id, _)| id.to_string()).collect()
+}
+
+/// A directory holding the forked execution, saved by a file store.
+fn forked_files() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let store = FileStore::open(dir.path()).unwrap();
+    for c in forked_execution(EXEC) {
+        store.save(&c).unwrap();
+    }
+    dir
+}
+
+fn restore_latest(dir: &Path) -> caf_core::Result<caf_core::Restored> {
+    CheckpointManager::new(FileStore::open(dir).unwrap()).restore_latest(&exec_id(EXEC))
+}
+
+#[test]
+fn restore_falls_back_to_the_newest_valid_ancestor_not_the_newest_valid_file() {
+    let dir = forked_files();
+    let store = FileStore::open(dir.path()).unwrap();
+    // Damaged under an open store: it is still listed, and fails to load.
+    corrupt(&file(dir.path(), "ckpt_e"), false);
+    let r = CheckpointManager::new(store)
+        .restore_latest(&exec_id(EXEC))
+        .unwrap();
+    assert_eq!(r.checkpoint.id.as_str(), "ckpt_c", "not the fork ckpt_d");
+    assert_eq!(
+        r.chosen,
+        Chosen::Ancestor {
+            head: ckpt_id("ckpt_e"),
+            generations: 1
+        }
+    );
+    assert_eq!(skipped_ids(&r), ["ckpt_e"]);
+    assert!(
+        r.skipped[0].1.contains("checksum mismatch"),
+        "{:?}",
+        r.skipped
+    );
+    assert!(r.source.is_primary());
+    assert_eq!(r.state.last_checkpoint(), Some(&ckpt_id("ckpt_c")));
+
+    // A store opened now does not list the damaged file: the index remembers it (and keeps
+    // remembering it on the next opens).
+    for attempt in 0..2 {
+        let store = FileStore::open(dir.path()).unwrap();
+        assert_eq!(store.problems().len(), 1);
+        let damaged = store.damaged().unwrap();
+        assert_eq!(damaged.len(), 1);
+        assert_eq!(damaged[0].id.as_str(), "ckpt_e");
+        assert_eq!(damaged[0].parent_id, Some(ckpt_id("ckpt_c")));
+        let r = CheckpointManager::new(store)
+            .restore_latest(&exec_id(EXEC))
+            .unwrap();
+        assert_eq!(r.checkpoint.id.as_str(), "ckpt_c", "open #{attempt}");
+        assert_eq!(skipped_ids(&r), ["ckpt_e"]);
+    }
+
+    // Without any index, what the damaged file still says places it.
+    std::fs::remove_dir_all(dir.path().join(".caf")).unwrap();
+    let r = restore_latest(dir.path()).unwrap();
+    assert_eq!(r.checkpoint.id.as_str(), "ckpt_c");
+    assert!(matches!(r.chosen, Chosen::Ancestor { .. }));
+}
+
+#[test]
+fn a_truncated_newest_file_is_placed_by_the_index() {
+    let dir = forked_files();
+    truncate_after_parent(&file(dir.path(), "ckpt_e"));
+    let r = restore_latest(dir.path()).unwrap();
+    assert_eq!(r.checkpoint.id.as_str(), "ckpt_c");
+    assert_eq!(skipped_ids(&r), ["ckpt_e"]);
+    assert!(r.skipped[0].1.contains("not valid JSON"), "{:?}", r.skipped);
+}
+
+#[test]
+fn bit_rot_that_keeps_size_and_mtime_is_walked_past_too() {
+    let dir = forked_files();
+    corrupt(&file(dir.path(), "ckpt_e"), true);
+    corrupt(&file(dir.path(), "ckpt_c"), true);
+    // The index trusts both files (same size, same mtime): they are listed, and fail to load.
+    let store = FileStore::open(dir.path()).unwrap();
+    assert!(store.problems().is_empty());
+    let r = CheckpointManager::new(store)
+        .restore_latest(&exec_id(EXEC))
+        .unwrap();
+    assert_eq!(r.checkpoint.id.as_str(), "ckpt_b");
+    assert_eq!(
+        r.chosen,
+        Chosen::Ancestor {
+            head: ckpt_id("ckpt_e"),
+            generations: 2
+        }
+    );
+    assert_eq!(skipped_ids(&r), ["ckpt_e", "ckpt_c"]);
+}
+
+#[test]
+fn when_no_ancestor_loads_restore_takes_the_newest_valid_checkpoint_and_says_so() {
+    let dir = forked_files();
+    for id in ["ckpt_e", "ckpt_c", "ckpt_b", "ckpt_a"] {
+        corrupt(&file(dir.path(), id), false);
+    }
+    let r = restore_latest(dir.path()).unwrap();
+    assert_eq!(r.checkpoint.id.as_str(), "ckpt_d");
+    assert_eq!(
+        r.chosen,
+        Chosen::NewestValid {
+            head: ckpt_id("ckpt_e")
+        }
+    );
+    assert_eq!(skipped_ids(&r), ["ckpt_e", "ckpt_c", "ckpt_b", "ckpt_a"]);
+
+    corrupt(&file(dir.path(), "ckpt_d"), false);
+    match restore_latest(dir.path()) {
+        Err(Error::Load {
+            error: LoadError::Corrupted { .. },
+            ..
+        }) => {}
+        other => panic!("expected the last load error, got {other:?}"),
+    }
+}
+
+#[test]
+fn the_walk_stays_inside_the_execution() {
+    let dir = forked_files();
+    let store = FileStore::open(dir.path()).unwrap();
+    // A new execution forked from ckpt_c: x, then y.
+    let mut x = checkpoint("ckpt_x", "exec_branch", 10);
+    x.parent_id = Some(ckpt_id("ckpt_c"));
+    let mut y = checkpoint("ckpt_y", "exec_branch", 11);
+    y.parent_id = Some(ckpt_id("ckpt_x"));
+    store.save(&x).unwrap();
+    store.save(&y).unwrap();
+    corrupt(&file(dir.path(), "ckpt_y"), false);
+    let m = CheckpointManager::new(FileStore::open(dir.path()).unwrap());
+    let r = m.restore_latest(&exec_id("exec_branch")).unwrap();
+    assert_eq!(r.checkpoint.id.as_str(), "ckpt_x");
+    corrupt(&file(dir.path(), "ckpt_x"), false);
+    let m = CheckpointManager::new(FileStore::open(dir.path()).unwrap());
+    // ckpt_c loads, but it is another execution's state.
+    assert!(m.restore_latest(&exec_id("exec_branch")).is_err());
+}
