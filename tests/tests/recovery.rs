@@ -1,14 +1,26 @@
-//! Recovery from damaged checkpoints, in the library: `restore_latest` falls back along the
-//! lineage of the execution's newest checkpoint (not to the newest valid file), whether the
-//! damage is seen by an open store, found when a store opens (placed by the index's memory of
-//! the file, or by what the damaged file still says), and says what it skipped and why.
+//! Recovery from damaged checkpoints, in the library:
+//!
+//! - `restore_latest` falls back along the lineage of the execution's newest checkpoint (not to
+//!   the newest valid file), whether the damage is seen by an open store, found when a store
+//!   opens (placed by the index's memory of the file, or by what the damaged file still says),
+//!   and says what it skipped and why;
+//! - a hybrid store loads the database's intact copy of a damaged file, and says so;
+//! - files and database are compared cheaply (what `caf stats` warns about).
+//!
+//! SQLite always; PostgreSQL too when `CAF_TEST_POSTGRES_URL` is set.
 
 #![allow(clippy::unwrap_used)]
 
+mod sql_common;
+
 use caf_core::format::LoadError;
-use caf_core::{CheckpointManager, CheckpointStore, Chosen, Error, FileStore};
+use caf_core::{
+    CheckpointManager, CheckpointStore, Chosen, Error, FileStore, ListFilter, LoadSource,
+};
+use caf_sql::{HybridStore, SqlStore};
 use caf_tests::gen::{checkpoint, ckpt_id, exec_id};
 use caf_tests::recovery::{corrupt, forked_execution, truncate_after_parent};
+use sql_common::{on_each_backend, TempSql};
 use std::path::{Path, PathBuf};
 
 const EXEC: &str = "exec_fork";
@@ -161,4 +173,128 @@ fn the_walk_stays_inside_the_execution() {
     let m = CheckpointManager::new(FileStore::open(dir.path()).unwrap());
     // ckpt_c loads, but it is another execution's state.
     assert!(m.restore_latest(&exec_id("exec_branch")).is_err());
+}
+
+/// A hybrid store on the database of `db`, over the directory `dir`.
+fn hybrid(dir: &Path, db: &TempSql) -> HybridStore {
+    HybridStore::new(
+        FileStore::open(dir).unwrap(),
+        SqlStore::open(&db.url()).unwrap(),
+    )
+}
+
+#[test]
+fn hybrid_load_of_a_damaged_file_uses_the_database_copy_and_says_so() {
+    on_each_backend("hybrid_load_of_a_damaged_file", |db| {
+        let dir = tempfile::tempdir().unwrap();
+        let run = forked_execution(EXEC);
+        {
+            let h = hybrid(dir.path(), db);
+            for c in &run {
+                h.save(c).unwrap();
+            }
+        }
+        let e = &run[4];
+        corrupt(&file(dir.path(), "ckpt_e"), false);
+        let h = hybrid(dir.path(), db);
+        assert!(h.files().load(&e.id).is_err());
+        match h.load_with_source(&e.id).unwrap() {
+            (c, LoadSource::Database { file_error, .. }) => {
+                assert_eq!(&c, e);
+                assert!(
+                    matches!(
+                        file_error,
+                        Error::Load {
+                            error: LoadError::Corrupted { .. },
+                            ..
+                        }
+                    ),
+                    "{file_error:?}"
+                );
+            }
+            (_, other) => panic!("expected the database copy, got {other:?}"),
+        }
+        assert_eq!(&h.load(&e.id).unwrap(), e);
+        let m = CheckpointManager::new(h);
+        let r = m.restore(&e.id).unwrap();
+        assert!(matches!(r.source, LoadSource::Database { .. }));
+        // restore_latest: the damaged newest is not listed, yet it is the one restored.
+        let r = m.restore_latest(&exec_id(EXEC)).unwrap();
+        assert_eq!(r.checkpoint, *e);
+        assert_eq!(r.chosen, Chosen::Requested);
+        assert!(r.skipped.is_empty(), "{:?}", r.skipped);
+        assert!(matches!(r.source, LoadSource::Database { .. }));
+        // A clean file loads from itself.
+        assert!(m.restore(&run[2].id).unwrap().source.is_primary());
+
+        // The database holds another version of ckpt_b: the damaged file is not replaced by it.
+        let mut other = run[1].clone();
+        other.metadata.labels = vec!["elsewhere".into()];
+        m.store().sql().save(&other).unwrap();
+        corrupt(&file(dir.path(), "ckpt_b"), false);
+        assert!(matches!(
+            m.store().load(&run[1].id),
+            Err(Error::Load { .. })
+        ));
+        // A missing file is not brought back: the files decide what exists.
+        std::fs::remove_file(file(dir.path(), "ckpt_a")).unwrap();
+        assert!(matches!(
+            m.store().load(&run[0].id),
+            Err(Error::NotFound { .. })
+        ));
+    });
+}
+
+/// A store of files and a database, in sync, holding the forked execution and two more.
+struct Fixture {
+    dir: tempfile::TempDir,
+}
+
+impl Fixture {
+    fn new(db: &TempSql) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let h = hybrid(dir.path(), db);
+        for c in forked_execution(EXEC) {
+            h.save(&c).unwrap();
+        }
+        h.save(&checkpoint("ckpt_f", "exec_other", 6)).unwrap();
+        h.save(&checkpoint("ckpt_g", "exec_other", 8)).unwrap();
+        Self { dir }
+    }
+
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    fn file(&self, id: &str) -> PathBuf {
+        file(self.path(), id)
+    }
+}
+
+#[test]
+fn files_and_database_are_compared_from_checksums() {
+    on_each_backend("compare_with_files", |db| {
+        let fx = Fixture::new(db);
+        let sql = SqlStore::open(&db.url()).unwrap();
+        let files = FileStore::open(fx.path()).unwrap();
+        assert_eq!(sql.compare_with_files(&files).unwrap().count(true), 0);
+        corrupt(&fx.file("ckpt_e"), false);
+        sql.save(&checkpoint("ckpt_extra", "exec_other", 7))
+            .unwrap();
+        let mut other = checkpoint("ckpt_f", "exec_other", 6);
+        other.metadata.labels = vec!["elsewhere".into()];
+        sql.save(&other).unwrap();
+        sql.delete_checkpoint(&ckpt_id("ckpt_a")).unwrap();
+        let files = FileStore::open(fx.path()).unwrap();
+        let d = sql.compare_with_files(&files).unwrap();
+        assert_eq!(d.damaged_files, [ckpt_id("ckpt_e")]);
+        assert_eq!(d.only_in_database, [ckpt_id("ckpt_extra")]);
+        assert_eq!(d.different, [ckpt_id("ckpt_f")]);
+        assert_eq!(d.only_in_files, [ckpt_id("ckpt_a")]);
+        assert_eq!((d.count(true), d.count(false)), (4, 3));
+        // The index records each file's checksum.
+        let sums = files.indexed_checksums().unwrap();
+        assert!(sums.values().all(Option::is_some), "{sums:?}");
+        assert_eq!(files.list(&ListFilter::default()).unwrap().len(), 6);
+    });
 }

@@ -13,6 +13,10 @@
 //! - [`HybridStore`] keeps checkpoint files as the source of truth and the database as their
 //!   index, updated on every save; [`SqlStore::sync_from`] brings in files saved elsewhere and
 //!   [`SqlStore::reindex_from`] rebuilds the database from the files.
+//! - The database is also a second copy of the files: a hybrid store loads the database's
+//!   intact copy of a damaged file ([`SqlStore::intact_copy`]) and says so
+//!   ([`caf_core::LoadSource`]); [`SqlStore::compare_with_files`] tells cheaply whether the two
+//!   disagree.
 //!
 //! ```
 //! use caf_core::{CheckpointManager, CheckpointOptions, CheckpointReason, RuntimeState};
@@ -94,6 +98,7 @@
 mod analytics;
 mod cache;
 mod connection;
+mod copies;
 mod entries;
 mod error;
 mod executions;
@@ -118,6 +123,7 @@ mod sync;
 
 pub use analytics::{Averages, ExecutionStats, Stats, Totals};
 pub use connection::{redact, sqlite_path, Backend, Durability, SqlOptions};
+pub use copies::{DatabaseCopy, Disagreement};
 pub use error::{Result, SqlError};
 pub use files::{FileProblem, ReindexReport, SyncReport};
 pub use hybrid::HybridStore;
