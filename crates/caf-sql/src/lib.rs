@@ -15,8 +15,9 @@
 //!   [`SqlStore::reindex_from`] rebuilds the database from the files.
 //! - The database is also a second copy of the files: a hybrid store loads the database's
 //!   intact copy of a damaged file ([`SqlStore::intact_copy`]) and says so
-//!   ([`caf_core::LoadSource`]); [`SqlStore::compare_with_files`] tells cheaply whether the two
-//!   disagree.
+//!   ([`caf_core::LoadSource`]); [`verify`] checks a store — files, index, database against the
+//!   files — and repairs it (damaged files to a quarantine, or written back from the database
+//!   byte for byte); [`SqlStore::compare_with_files`] tells cheaply whether the two disagree.
 //!
 //! ```
 //! use caf_core::{CheckpointManager, CheckpointOptions, CheckpointReason, RuntimeState};
@@ -120,6 +121,7 @@ mod scratch;
 mod stmt;
 mod store;
 mod sync;
+pub mod verify;
 
 pub use analytics::{Averages, ExecutionStats, Stats, Totals};
 pub use connection::{redact, sqlite_path, Backend, Durability, SqlOptions};
