@@ -7,6 +7,7 @@ pub mod files;
 mod inspect;
 mod list;
 mod migrate;
+mod verify;
 
 use crate::cli::{Cli, Command};
 use crate::target::{Store, Target};
@@ -31,6 +32,7 @@ pub fn run(cli: Cli) -> CmdResult {
         Command::Import(a) => files::import(dir, json, &a.paths),
         Command::Export(a) => files::export(dir, &a),
         Command::Delete(a) => delete::run(dir, json, &a),
+        Command::Verify(a) => verify::run(dir, json, &a),
         Command::Migrate(a) => migrate::run(json, &a),
         Command::Schema(a) => schema(a.format_version.as_deref()),
         Command::Diff(a) => diff::run(dir, json, &a),
