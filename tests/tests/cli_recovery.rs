@@ -1,9 +1,12 @@
-//! Recovery through the command line: `caf verify [--repair [--force]]`.
+//! Recovery through the command line: `caf verify [--repair [--force]]`; `inspect` showing the
+//! database's copy of a damaged file (and reporting a damaged file once); `inspect`'s integrity
+//! line for a 0.0.1 file.
 
 #![allow(clippy::unwrap_used)]
 
-use caf_tests::cli::{files, s, Sandbox};
+use caf_tests::cli::{files, fixtures, s, Sandbox};
 use caf_tests::recovery::corrupt;
+use serde_json::Value;
 
 /// A sandbox with a demo store (files plus their SQLite database); its ids, newest first.
 fn demo() -> (Sandbox, Vec<String>) {
@@ -162,5 +165,61 @@ fn verify_refuses_bad_usage_and_missing_stores() {
         out.err().contains("no checkpoint directory"),
         "{}",
         out.describe()
+    );
+}
+
+#[test]
+fn inspect_shows_the_database_copy_of_a_damaged_file_and_reports_a_problem_once() {
+    let (sb, ids) = demo();
+    let clean = sb.caf(&["inspect", &ids[0]]).ok().out();
+    corrupt(&sb.path_of(&ids[0]), false);
+    let out = sb.caf(&["inspect", &ids[0]]).ok();
+    let lines = err_lines(&out);
+    assert_eq!(lines.len(), 1, "{}", out.describe());
+    assert!(
+        lines[0].starts_with("warning: ")
+            && lines[0].contains(&sb.path_of(&ids[0]).display().to_string())
+            && lines[0].contains("checksum mismatch")
+            && lines[0].contains("showing the database's intact copy"),
+        "{}",
+        lines[0]
+    );
+    assert!(
+        out.out().contains("integrity ok (the database's copy)"),
+        "{}",
+        out.out()
+    );
+    let thoughts = |o: &str| o.split("Last thoughts").nth(1).map(str::to_string);
+    assert_eq!(thoughts(&out.out()), thoughts(&clean));
+    let json: Value = sb.caf(&["--json", "inspect", &ids[0]]).ok().json();
+    assert_eq!(json["id"], ids[0].as_str());
+    // diff reads through the same path.
+    sb.caf(&["diff", &ids[0]]).ok();
+
+    // Without a database: the problem is one error line, not a warning and an error.
+    std::fs::remove_file(sb.store().join(".caf/caf.db")).unwrap();
+    let out = sb.caf(&["inspect", &ids[0]]).fails(1);
+    let lines = err_lines(&out);
+    assert_eq!(lines.len(), 1, "{}", out.describe());
+    assert!(lines[0].contains("checksum mismatch"), "{}", lines[0]);
+}
+
+#[test]
+fn inspect_says_a_0_0_1_file_has_no_integrity() {
+    let sb = Sandbox::new();
+    let v0 = fixtures().join("v0.0.1/ts-caf.json");
+    let out = sb.caf(&["inspect", s(&v0)]).ok().out();
+    assert!(out.contains("no integrity (format 0.0.1)"), "{out}");
+    assert!(!out.contains("integrity ok"), "{out}");
+    let v1 = fixtures().join("v1.1.0/full.json");
+    let out = sb.caf(&["inspect", s(&v1)]).ok().out();
+    assert!(out.contains("integrity ok"), "{out}");
+    // By id, from a store holding the 0.0.1 file as it is.
+    std::fs::create_dir_all(sb.store()).unwrap();
+    std::fs::copy(&v0, sb.path_of("m6sewr9c_4fz8q1lma")).unwrap();
+    let out = sb.caf(&["inspect", "m6sewr9c_4fz8q1lma"]).ok().out();
+    assert!(
+        out.contains("read as 0.0.1") && out.contains("no integrity (format 0.0.1)"),
+        "{out}"
     );
 }
