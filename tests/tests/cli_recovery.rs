@@ -1,6 +1,7 @@
 //! Recovery through the command line: `caf verify [--repair [--force]]`; `inspect` showing the
-//! database's copy of a damaged file (and reporting a damaged file once); `inspect`'s integrity
-//! line for a 0.0.1 file.
+//! database's copy of a damaged file (and reporting a damaged file once); the warning of
+//! `stats`, `query` and `sql` when files and database disagree; `inspect`'s integrity line for
+//! a 0.0.1 file. SQLite always; PostgreSQL when `CAF_TEST_POSTGRES_URL` is set.
 
 #![allow(clippy::unwrap_used)]
 
@@ -169,6 +170,36 @@ fn verify_refuses_bad_usage_and_missing_stores() {
 }
 
 #[test]
+fn stats_query_and_sql_warn_when_files_and_database_disagree() {
+    let (sb, ids) = demo();
+    let commands: [&[&str]; 3] = [
+        &["stats"],
+        &["query", "tool-calls"],
+        &["sql", "SELECT COUNT(*) FROM checkpoints"],
+    ];
+    for c in commands {
+        let out = sb.caf(c).ok();
+        assert!(out.err().is_empty(), "{}", out.describe());
+    }
+    corrupt(&sb.path_of(&ids[0]), false);
+    for c in commands {
+        let out = sb.caf(c).ok();
+        assert_eq!(
+            err_lines(&out),
+            [format!(
+                "warning: 1 checkpoint differs between the files in {} and the database (1 damaged file); run `caf verify`",
+                sb.store().display()
+            )],
+            "{}",
+            out.describe()
+        );
+    }
+    sb.caf(&["verify", "--repair"]).ok();
+    let out = sb.caf(&["stats"]).ok();
+    assert!(out.err().is_empty(), "{}", out.describe());
+}
+
+#[test]
 fn inspect_shows_the_database_copy_of_a_damaged_file_and_reports_a_problem_once() {
     let (sb, ids) = demo();
     let clean = sb.caf(&["inspect", &ids[0]]).ok().out();
@@ -222,4 +253,34 @@ fn inspect_says_a_0_0_1_file_has_no_integrity() {
         out.contains("read as 0.0.1") && out.contains("no integrity (format 0.0.1)"),
         "{out}"
     );
+}
+
+#[test]
+fn verify_and_repair_with_postgres() {
+    let Some(base) = std::env::var("CAF_TEST_POSTGRES_URL")
+        .ok()
+        .filter(|u| !u.is_empty())
+    else {
+        eprintln!("SKIPPED verify_and_repair_with_postgres: set CAF_TEST_POSTGRES_URL (e.g. postgres://postgres@127.0.0.1:5432/test)");
+        return;
+    };
+    let db = caf_sql::ScratchDatabase::create(&base).unwrap();
+    let sb = Sandbox::new();
+    sb.caf(&["--db", db.url(), "demo"]).ok();
+    let ids = sb.list_ids();
+    sb.caf(&["--db", db.url(), "verify"]).ok();
+    let original = std::fs::read(sb.path_of(&ids[0])).unwrap();
+    corrupt(&sb.path_of(&ids[0]), false);
+    let out = sb.caf(&["--db", db.url(), "stats"]).ok();
+    assert!(out.err().contains("1 damaged file"), "{}", out.describe());
+    let out = sb.caf(&["--db", db.url(), "inspect", &ids[0]]).ok();
+    assert!(
+        out.err().contains("showing the database's intact copy"),
+        "{}",
+        out.describe()
+    );
+    sb.caf(&["--db", db.url(), "verify"]).fails(1);
+    sb.caf(&["--db", db.url(), "verify", "--repair"]).ok();
+    assert_eq!(std::fs::read(sb.path_of(&ids[0])).unwrap(), original);
+    sb.caf(&["--db", db.url(), "verify"]).ok();
 }
