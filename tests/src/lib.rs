@@ -1,6 +1,7 @@
 //! Shared test helpers for caf: checkpoint builders and proptest strategies ([`gen`]), the
 //! store conformance suite ([`conformance`]), the harness that runs the real `caf` binary in the
-//! command-line tests ([`cli`]), and small file-system helpers.
+//! command-line tests ([`cli`]), damaged files and forked executions for the recovery tests
+//! ([`recovery`]), and small file-system helpers.
 
 pub mod cli;
 
@@ -37,11 +38,21 @@ macro_rules! delegate_checkpoint_store {
             ) -> caf_core::Result<Option<caf_core::Checkpoint>> {
                 caf_core::CheckpointStore::latest(&self.$field, e)
             }
+            fn load_with_source(
+                &self,
+                id: &caf_core::CheckpointId,
+            ) -> caf_core::Result<(caf_core::Checkpoint, caf_core::LoadSource)> {
+                caf_core::CheckpointStore::load_with_source(&self.$field, id)
+            }
+            fn damaged(&self) -> caf_core::Result<Vec<caf_core::DamagedCheckpoint>> {
+                caf_core::CheckpointStore::damaged(&self.$field)
+            }
         }
     };
 }
 pub mod conformance;
 pub mod gen;
+pub mod recovery;
 
 use caf_core::store::FileStore;
 use std::collections::BTreeSet;

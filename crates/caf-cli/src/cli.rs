@@ -66,6 +66,8 @@ pub enum Command {
     Export(ExportArgs),
     /// Delete checkpoints, or a whole execution.
     Delete(DeleteArgs),
+    /// Check every checkpoint file, the index and the database; --repair fixes what it can.
+    Verify(VerifyArgs),
     /// Rewrite checkpoint files (or directories of them) in the current format.
     #[command(args = unused_globals("migrate", &["dir", "db", "no_files"]))]
     Migrate(MigrateArgs),
@@ -307,6 +309,28 @@ pub struct SyncArgs {
     /// Exit 0 even when unreadable files were skipped (they are still reported).
     #[arg(long)]
     pub allow_skipped: bool,
+}
+
+/// `caf verify`.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Checks each checkpoint file (it loads: JSON, schema, checksum; its name matches its id), the \
+index (DIR/.caf/index.jsonl: entries that disagree with a file whose size and time are \
+unchanged) and, when the store has a database, the database against the files (missing, \
+extra and differing rows). Each problem is one error line naming its file or id; exit 1 if \
+there is any. --repair moves damaged files to DIR/.caf/quarantine/ (each with a note, \
+ID.json.why.txt) or, when the database holds an intact copy, writes them back from it byte \
+for byte; rebuilds the index; brings the database in line with the files. It never deletes a \
+file, and exits 1 only if problems remain. See docs/recovery.md."
+)]
+pub struct VerifyArgs {
+    /// Repair what can be repaired (see below).
+    #[arg(long)]
+    pub repair: bool,
+    /// With --repair, also remove database rows that have no file here (each checkpoint is saved
+    /// to the quarantine first); a database shared with other directories holds such rows.
+    #[arg(long, requires = "repair")]
+    pub force: bool,
 }
 
 /// `caf reindex`.

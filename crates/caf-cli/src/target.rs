@@ -51,11 +51,29 @@ impl Target {
     }
 
     fn open(&self, access: Access) -> Result<Store, Failure> {
+        self.open_except(access, None)
+    }
+
+    /// Opens the store and warns about each unreadable file but `except` (which the command
+    /// reports itself).
+    fn open_except(&self, access: Access, except: Option<&Path>) -> Result<Store, Failure> {
         let store = self.location.open(access).map_err(failure)?;
         for p in store.files().map(|f| f.problems()).unwrap_or_default() {
-            crate::output::warn_line(&format!("skipped unreadable file: {}", p.error));
+            if Some(p.path.as_path()) != except {
+                crate::output::warn_line(&format!("skipped unreadable file: {}", p.error));
+            }
         }
         Ok(store)
+    }
+
+    /// [`Target::open_existing`], without the warning about the file `except`, when it is
+    /// unreadable: the command reports that one itself, once.
+    pub fn open_existing_except(&self, except: &Path) -> Result<&Store, Failure> {
+        if let Some(store) = self.read.get() {
+            return Ok(store);
+        }
+        let store = self.open_except(Access::Read, Some(except))?;
+        Ok(self.read.get_or_init(|| store))
     }
 
     /// The store, for commands that only read (see [`Access::Read`]). Opened once per command.

@@ -61,11 +61,14 @@ pub use format::{
     Checkpoint, CheckpointReason, Limits, LoadError, Metadata, Snapshot, CURRENT_VERSION,
 };
 pub use id::{CheckpointId, ExecutionId, IdError};
-pub use manager::{CheckpointManager, CheckpointOptions, ForkOptions, Restored};
+pub use manager::{CheckpointManager, CheckpointOptions, Chosen, ForkOptions, Restored};
 pub use retention::{plan, Condemned, Kept, PrunePlan, RetentionPolicy, Tier};
 pub use runtime::{Event, RuntimeState};
 pub use status::ExecutionStatus;
-pub use store::{CheckpointStore, CheckpointSummary, FileStore, ListFilter, MemoryStore};
+pub use store::{
+    CheckpointStore, CheckpointSummary, DamagedCheckpoint, FileStore, ListFilter, LoadSource,
+    MemoryStore,
+};
 
 /// The README's example, compiled as a doctest so that it cannot rot.
 #[doc = include_str!("../../../README.md")]

@@ -5,7 +5,8 @@ use crate::error::{Error, Result};
 use crate::format::{Checkpoint, CheckpointReason};
 use crate::id::{CheckpointId, ExecutionId};
 use crate::runtime::RuntimeState;
-use crate::store::{CheckpointStore, ListFilter};
+use crate::store::{CheckpointStore, DamagedCheckpoint, ListFilter, LoadSource};
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 /// Why and how to take a checkpoint.
@@ -67,9 +68,40 @@ pub struct Restored {
     pub checkpoint: Checkpoint,
     /// The plan steps still to do.
     pub remaining_steps: Vec<String>,
-    /// Newer checkpoints of the execution that could not be loaded (corrupted or unreadable),
-    /// newest first, with the reason; restore fell back past them.
+    /// Checkpoints restore passed over because they could not be loaded (damaged, unreadable,
+    /// vanished), in the order tried, each with why: the execution's newest checkpoint and its
+    /// ancestors, newest first; then, if none of those loads, the newer checkpoints of the
+    /// execution tried on the way to the one restored (see [`Chosen::NewestValid`]).
     pub skipped: Vec<(CheckpointId, String)>,
+    /// Where the checkpoint stands relative to the execution's newest one.
+    pub chosen: Chosen,
+    /// Which copy of the checkpoint was loaded: the store's own, or (in a store of files plus a
+    /// database) the database's copy of a damaged file.
+    pub source: LoadSource,
+}
+
+/// Which checkpoint a restore chose.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Chosen {
+    /// The one asked for: the checkpoint given to [`CheckpointManager::restore`], or the
+    /// execution's newest for [`CheckpointManager::restore_latest`].
+    Requested,
+    /// An ancestor of the execution's newest checkpoint `head`, `generations` parent links
+    /// back: `head` and the ones between could not be loaded (they are in
+    /// [`Restored::skipped`]).
+    Ancestor {
+        /// The execution's newest checkpoint.
+        head: CheckpointId,
+        /// How many parent links back (1: the parent of `head`).
+        generations: usize,
+    },
+    /// Neither the execution's newest checkpoint `head` nor any ancestor of it that the store
+    /// has loads, so this is the newest checkpoint of the execution that does: it is not on
+    /// `head`'s lineage (another branch, or an older part of a line whose middle is gone).
+    NewestValid {
+        /// The execution's newest checkpoint.
+        head: CheckpointId,
+    },
 }
 
 type IdSource = Arc<dyn Fn() -> CheckpointId + Send + Sync>;
@@ -187,39 +219,117 @@ impl<S: CheckpointStore> CheckpointManager<S> {
         Ok(c)
     }
 
-    fn restored(&self, checkpoint: Checkpoint, skipped: Vec<(CheckpointId, String)>) -> Restored {
+    fn restored(
+        &self,
+        (checkpoint, source): (Checkpoint, LoadSource),
+        skipped: Vec<(CheckpointId, String)>,
+        chosen: Chosen,
+    ) -> Restored {
         let state = RuntimeState::from_checkpoint(&checkpoint, self.clock.clone());
         Restored {
             remaining_steps: checkpoint.remaining_steps(),
             state,
             checkpoint,
             skipped,
+            chosen,
+            source,
         }
     }
 
-    /// Restores a checkpoint by id.
+    /// Restores a checkpoint by id. A store with a second copy (files plus a database) may load
+    /// the database's copy of a damaged file: [`Restored::source`] says so.
     pub fn restore(&self, id: &CheckpointId) -> Result<Restored> {
-        let checkpoint = self.store.load(id)?;
-        Ok(self.restored(checkpoint, Vec::new()))
+        let loaded = self.store.load_with_source(id)?;
+        Ok(self.restored(loaded, Vec::new(), Chosen::Requested))
     }
 
-    /// Restores the newest checkpoint of an execution that loads; a newer one that is corrupted
-    /// is skipped (and reported in [`Restored::skipped`]) rather than failing the resume.
+    /// Restores the newest checkpoint of an execution, or, when it cannot be loaded, the newest
+    /// of its ancestors that can: a damaged checkpoint is skipped rather than failing the
+    /// resume, and the resume stays on the same line of work (in a forked execution, the
+    /// branch's newest valid checkpoint may be on another branch; an ancestor never is).
+    ///
+    /// - The newest checkpoint is the newest listed, or a newer damaged one the store knows of
+    ///   ([`CheckpointStore::damaged`]: a file found damaged, placed by what its index entry or
+    ///   its readable part says).
+    /// - From it, the walk follows `parent_id` through summaries ([`CheckpointStore::summary`],
+    ///   or what is known of a damaged one) and loads one checkpoint per step, staying inside
+    ///   the execution; [`Restored::chosen`] is [`Chosen::Ancestor`] when it went back.
+    /// - If no ancestor loads (the chain ends at a damaged root, or at a parent that is gone),
+    ///   it falls back to the newest checkpoint of the execution that loads
+    ///   ([`Chosen::NewestValid`]), and if none does, returns the last load error.
+    ///
+    /// Every checkpoint passed over is in [`Restored::skipped`] with why. Only load errors that
+    /// mean damage are skipped (a corrupted or unreadable file, a non-regular file, one that
+    /// vanished); any other error (a database that cannot be reached) is returned at once.
     pub fn restore_latest(&self, execution_id: &ExecutionId) -> Result<Restored> {
-        let summaries = self.store.list(&ListFilter::execution(execution_id))?;
+        let listed = self.store.list(&ListFilter::execution(execution_id))?;
+        let damaged: HashMap<CheckpointId, DamagedCheckpoint> = self
+            .store
+            .damaged()?
+            .into_iter()
+            .map(|d| (d.id.clone(), d))
+            .collect();
+        let newest_damaged = damaged
+            .values()
+            .filter(|d| d.execution_id.as_ref() == Some(execution_id))
+            .filter_map(|d| d.timestamp.map(|t| (t, &d.id)))
+            .max();
+        let head = match (listed.first(), newest_damaged) {
+            (Some(s), Some(d)) if d > (s.timestamp, &s.id) => d.1.clone(),
+            (Some(s), _) => s.id.clone(),
+            (None, Some(d)) => d.1.clone(),
+            (None, None) => {
+                return Err(Error::NotFound {
+                    what: "execution",
+                    id: execution_id.to_string(),
+                })
+            }
+        };
+
         let mut skipped = Vec::new();
+        let mut tried = HashSet::new();
         let mut last_error = None;
-        for s in summaries {
-            match self.store.load(&s.id) {
-                Ok(c) => return Ok(self.restored(c, skipped)),
-                Err(
-                    e
-                    @ (Error::Load { .. } | Error::NotRegularFile { .. } | Error::NotFound { .. }),
-                ) => {
-                    skipped.push((s.id.clone(), e.to_string()));
-                    last_error = Some(e);
+        let mut next = Some(head.clone());
+        let mut generations = 0;
+        while let Some(id) = next.take() {
+            if !tried.insert(id.clone()) {
+                break; // a cycle in hand-edited files
+            }
+            let summary = self.store.summary(&id)?;
+            if summary
+                .as_ref()
+                .is_some_and(|s| &s.execution_id != execution_id)
+            {
+                break; // the line came from another execution (a fork): not this one's state
+            }
+            match self.try_load(&id, execution_id, &mut skipped, &mut last_error)? {
+                Attempt::Loaded(loaded) => {
+                    let chosen = match generations {
+                        0 => Chosen::Requested,
+                        g => Chosen::Ancestor {
+                            head,
+                            generations: g,
+                        },
+                    };
+                    return Ok(self.restored(*loaded, skipped, chosen));
                 }
-                Err(e) => return Err(e),
+                Attempt::OtherExecution => break,
+                Attempt::Damaged => {
+                    next = match summary {
+                        Some(s) => s.parent_id,
+                        None => damaged.get(&id).and_then(|d| d.parent_id.clone()),
+                    };
+                    generations += 1;
+                }
+            }
+        }
+
+        // No ancestor loads: the newest checkpoint of the execution that does.
+        for s in listed.iter().filter(|s| !tried.contains(&s.id)) {
+            if let Attempt::Loaded(loaded) =
+                self.try_load(&s.id, execution_id, &mut skipped, &mut last_error)?
+            {
+                return Ok(self.restored(*loaded, skipped, Chosen::NewestValid { head }));
             }
         }
         Err(last_error.unwrap_or(Error::NotFound {
@@ -227,4 +337,45 @@ impl<S: CheckpointStore> CheckpointManager<S> {
             id: execution_id.to_string(),
         }))
     }
+
+    /// Loads `id` for a restore of `execution_id`. Damage (and a checkpoint of another
+    /// execution) is recorded in `skipped`; an error that is not damage is returned.
+    fn try_load(
+        &self,
+        id: &CheckpointId,
+        execution_id: &ExecutionId,
+        skipped: &mut Vec<(CheckpointId, String)>,
+        last_error: &mut Option<Error>,
+    ) -> Result<Attempt> {
+        match self.store.load_with_source(id) {
+            Ok((c, _)) if &c.execution_id != execution_id => {
+                skipped.push((
+                    id.clone(),
+                    format!(
+                        "belongs to execution {}, not {execution_id}",
+                        c.execution_id
+                    ),
+                ));
+                Ok(Attempt::OtherExecution)
+            }
+            Ok(loaded) => Ok(Attempt::Loaded(Box::new(loaded))),
+            Err(
+                e @ (Error::Load { .. } | Error::NotRegularFile { .. } | Error::NotFound { .. }),
+            ) => {
+                skipped.push((id.clone(), e.to_string()));
+                *last_error = Some(e);
+                Ok(Attempt::Damaged)
+            }
+            Err(e) => Err(e),
+        }
+    }
+}
+
+/// What came of trying to load one checkpoint during a restore.
+enum Attempt {
+    Loaded(Box<(Checkpoint, LoadSource)>),
+    /// It could not be loaded (recorded in `skipped`).
+    Damaged,
+    /// It loaded, but belongs to another execution (recorded in `skipped`).
+    OtherExecution,
 }

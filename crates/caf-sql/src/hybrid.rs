@@ -5,8 +5,8 @@ use crate::error::SqlError;
 use crate::SqlStore;
 use caf_core::format::{encode, Checkpoint};
 use caf_core::{
-    CheckpointId, CheckpointStore, CheckpointSummary, Error, ExecutionId, FileStore, ListFilter,
-    Result,
+    CheckpointId, CheckpointStore, CheckpointSummary, DamagedCheckpoint, Error, ExecutionId,
+    FileStore, ListFilter, LoadSource, Result,
 };
 
 /// Files plus a database, kept in sync on every save.
@@ -18,6 +18,12 @@ use caf_core::{
 /// - **load** and **list** read the files (the file store's index: listing opens no
 ///   checkpoint). The files are the truth, and they also show checkpoints saved into the
 ///   directory by someone else that the database has not seen yet; both are fast.
+/// - **The database is a second copy.** When a file cannot be loaded (corrupted, not a regular
+///   file), **load** returns the database's copy instead, if the database holds an intact copy
+///   of the same version ([`SqlStore::intact_copy`]); [`CheckpointStore::load_with_source`]
+///   says which copy was used ([`LoadSource::Database`], with the file's error), and so do
+///   [`caf_core::CheckpointManager::restore`] and `restore_latest` ([`caf_core::Restored`]'s
+///   `source`). A missing file is not replaced: the files decide what exists.
 /// - **delete** removes the checkpoint from the database first, then its file: a failure in
 ///   between leaves a file the database lacks, which `caf sync` puts back, rather than a
 ///   database row with no file.
@@ -83,7 +89,31 @@ impl CheckpointStore for HybridStore {
     }
 
     fn load(&self, id: &CheckpointId) -> Result<Checkpoint> {
-        self.files.load(id)
+        self.load_with_source(id).map(|(c, _)| c)
+    }
+
+    fn load_with_source(&self, id: &CheckpointId) -> Result<(Checkpoint, LoadSource)> {
+        match self.files.load(id) {
+            Ok(c) => Ok((c, LoadSource::Primary)),
+            Err(file_error @ (Error::Load { .. } | Error::NotRegularFile { .. })) => {
+                match self.sql.copy_of_damaged_file(&self.files.path_of(id), id) {
+                    Ok(Some(copy)) => Ok((
+                        copy.checkpoint,
+                        LoadSource::Database {
+                            database: self.sql.location(),
+                            file_error,
+                        },
+                    )),
+                    // No intact copy, or the database fails too: the file's error is the news.
+                    Ok(None) | Err(_) => Err(file_error),
+                }
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    fn damaged(&self) -> Result<Vec<DamagedCheckpoint>> {
+        self.files.damaged()
     }
 
     fn list(&self, filter: &ListFilter) -> Result<Vec<CheckpointSummary>> {
@@ -99,10 +129,6 @@ impl CheckpointStore for HybridStore {
     fn delete_execution(&self, execution_id: &ExecutionId) -> Result<usize> {
         self.sql.delete_execution_checkpoints(execution_id)?;
         self.files.delete_execution(execution_id)
-    }
-
-    fn latest(&self, execution_id: &ExecutionId) -> Result<Option<Checkpoint>> {
-        self.files.latest(execution_id)
     }
 
     fn summary(&self, id: &CheckpointId) -> Result<Option<CheckpointSummary>> {

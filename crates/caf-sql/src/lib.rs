@@ -16,6 +16,11 @@
 //! - [`HybridStore`] keeps checkpoint files as the source of truth and the database as their
 //!   index, updated on every save; [`SqlStore::sync_from`] brings in files saved elsewhere and
 //!   [`SqlStore::reindex_from`] rebuilds the database from the files.
+//! - The database is also a second copy of the files: a hybrid store loads the database's
+//!   intact copy of a damaged file ([`SqlStore::intact_copy`]) and says so
+//!   ([`caf_core::LoadSource`]); [`verify`] checks a store — files, index, database against the
+//!   files — and repairs it (damaged files to a quarantine, or written back from the database
+//!   byte for byte); [`SqlStore::compare_with_files`] tells cheaply whether the two disagree.
 //!
 //! ```
 //! use caf_core::{CheckpointManager, CheckpointOptions, CheckpointReason, RuntimeState};
@@ -97,6 +102,7 @@
 mod analytics;
 mod cache;
 mod connection;
+mod copies;
 mod entries;
 mod error;
 mod executions;
@@ -119,9 +125,11 @@ mod statements;
 mod stmt;
 mod store;
 mod sync;
+pub mod verify;
 
 pub use analytics::{Averages, ExecutionStats, Stats, Totals};
 pub use connection::{redact, sqlite_path, Backend, Durability, SqlOptions};
+pub use copies::{DatabaseCopy, Disagreement};
 pub use error::{Result, SqlError};
 pub use files::{FileProblem, ReindexReport, SyncReport};
 pub use hybrid::HybridStore;

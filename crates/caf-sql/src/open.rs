@@ -12,8 +12,8 @@
 
 use crate::{HybridStore, SqlError, SqlStore};
 use caf_core::{
-    Checkpoint, CheckpointId, CheckpointStore, CheckpointSummary, ExecutionId, FileStore,
-    ListFilter,
+    Checkpoint, CheckpointId, CheckpointStore, CheckpointSummary, DamagedCheckpoint, ExecutionId,
+    FileStore, ListFilter, LoadSource,
 };
 use std::path::{Path, PathBuf};
 
@@ -135,6 +135,12 @@ impl CheckpointStore for Store {
     }
     fn summary(&self, id: &CheckpointId) -> caf_core::Result<Option<CheckpointSummary>> {
         (**self).summary(id)
+    }
+    fn load_with_source(&self, id: &CheckpointId) -> caf_core::Result<(Checkpoint, LoadSource)> {
+        (**self).load_with_source(id)
+    }
+    fn damaged(&self) -> caf_core::Result<Vec<DamagedCheckpoint>> {
+        (**self).damaged()
     }
 }
 

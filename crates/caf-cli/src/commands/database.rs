@@ -46,6 +46,62 @@ fn both(t: &Target) -> Result<(FileStore, SqlStore), Failure> {
     Ok((files, db))
 }
 
+/// Warns, in one line, when the checkpoint files of the directory and the database disagree —
+/// told cheaply, from the index's and the database's checksums: a damaged file that the
+/// database still counts, a file the database lacks, different checksums, and (for the
+/// directory's own database, not one given with --db that other directories may share) rows
+/// with no file.
+fn warn_if_files_disagree(t: &Target, db: &SqlStore) {
+    if t.no_files || !t.dir.is_dir() {
+        return;
+    }
+    let options = caf_core::store::FileStoreOptions {
+        no_create: true,
+        ..Default::default()
+    };
+    let Ok(files) = FileStore::open_with(&t.dir, options) else {
+        return;
+    };
+    let Ok(d) = db.compare_with_files(&files) else {
+        return;
+    };
+    let own_database = t.db.is_none();
+    let n = d.count(own_database);
+    if n == 0 {
+        return;
+    }
+    let mut parts: Vec<String> = Vec::new();
+    let mut part = |k: usize, one: &str, many: &str| match k {
+        0 => {}
+        1 => parts.push(format!("1 {one}")),
+        k => parts.push(format!("{k} {many}")),
+    };
+    part(d.damaged_files.len(), "damaged file", "damaged files");
+    part(
+        d.only_in_files.len(),
+        "missing from the database",
+        "missing from the database",
+    );
+    part(
+        d.different.len(),
+        "with other content",
+        "with other content",
+    );
+    if own_database {
+        part(d.only_in_database.len(), "with no file", "with no file");
+    }
+    let noun = if n == 1 {
+        "checkpoint differs"
+    } else {
+        "checkpoints differ"
+    };
+    output::warn_line(&format!(
+        "{n} {noun} between the files in {} and the database ({}); run `caf verify`",
+        t.dir.display(),
+        parts.join(", ")
+    ));
+}
+
 /// Warns about each skipped file.
 fn report_problems(problems: &[caf_sql::FileProblem]) {
     for p in problems {
@@ -215,6 +271,7 @@ pub fn stats(t: &Target, json: bool, a: &StatsArgs) -> CmdResult {
     let db = analytics_db(t)?;
     let exec = a.execution.as_deref().map(execution_id).transpose()?;
     let s = db.stats(exec.as_ref()).map_err(|e| sql_failure(&db, e))?;
+    warn_if_files_disagree(t, &db);
     if let (Some(e), true) = (&exec, s.executions.is_empty()) {
         return Err(Failure::msg(format!(
             "execution {e} not found in the database"
@@ -232,6 +289,7 @@ pub fn stats(t: &Target, json: bool, a: &StatsArgs) -> CmdResult {
 pub fn query(t: &Target, json: bool, q: &QueryCommand) -> CmdResult {
     let db = analytics_db(t)?;
     let plain = Style::new();
+    warn_if_files_disagree(t, &db);
     match q {
         QueryCommand::ToolCalls { tool, failed } => {
             let rows = db
@@ -311,6 +369,7 @@ pub fn sql(t: &Target, json: bool, a: &SqlArgs) -> CmdResult {
     let rows = db
         .read_only_sql(&a.statement)
         .map_err(|e| sql_failure(&db, e))?;
+    warn_if_files_disagree(t, &db);
     if json {
         output::print_json(&rows);
         return Ok(());

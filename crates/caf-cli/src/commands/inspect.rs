@@ -15,21 +15,94 @@ pub fn is_path(target: &str) -> bool {
     target.contains('/') || target.ends_with(".json") || Path::new(target).is_file()
 }
 
+/// A checkpoint loaded for showing, and where it came from.
+pub struct Shown {
+    /// The checkpoint.
+    pub checkpoint: Checkpoint,
+    /// Its stored size (its file's, or its encoding's).
+    pub size: u64,
+    /// The format version it was read in.
+    pub version: String,
+    /// Shown from the database's copy because its file is damaged.
+    pub from_database: bool,
+}
+
 /// Loads a checkpoint named by id (from the store) or by file path; returns it with its stored
 /// size and the format version it was read in.
 pub fn load_target(t: &Target, target: &str) -> Result<(Checkpoint, u64, String), Failure> {
+    let s = load_shown(t, target)?;
+    Ok((s.checkpoint, s.size, s.version))
+}
+
+/// Loads a checkpoint named by id or by file path. By id, a damaged file is reported once (as
+/// the error, or, when the store's database holds an intact copy that is shown instead, as a
+/// warning that says so).
+pub fn load_shown(t: &Target, target: &str) -> Result<Shown, Failure> {
     if is_path(target) {
         let path = Path::new(target);
         let d = read_checkpoint_file(path, &Limits::default())?;
         let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
-        Ok((d.checkpoint, size, d.source_version))
-    } else {
-        let id = checkpoint_id(target)?;
-        let store = open_existing(t)?;
-        let c = store.load(&id)?;
-        let size = store.stored_size(&c);
-        Ok((c, size, caf_core::CURRENT_VERSION.to_string()))
+        return Ok(Shown {
+            checkpoint: d.checkpoint,
+            size,
+            version: d.source_version,
+            from_database: false,
+        });
     }
+    let id = checkpoint_id(target)?;
+    let store = if t.no_files {
+        open_existing(t)?
+    } else {
+        t.open_existing_except(&t.dir().join(format!("{id}.json")))?
+    };
+    let Some(files) = store.files() else {
+        let checkpoint = store.load(&id)?;
+        return Ok(Shown {
+            size: store.stored_size(&checkpoint),
+            checkpoint,
+            version: caf_core::CURRENT_VERSION.to_string(),
+            from_database: false,
+        });
+    };
+    match files.load_decoded(&id) {
+        Ok(d) => Ok(Shown {
+            size: std::fs::metadata(files.path_of(&id)).map_or(0, |m| m.len()),
+            checkpoint: d.checkpoint,
+            version: d.source_version,
+            from_database: false,
+        }),
+        Err(e @ (caf_core::Error::Load { .. } | caf_core::Error::NotRegularFile { .. })) => {
+            match database_copy(t, files, &id) {
+                Some((copy, db)) => {
+                    output::warn_line(&format!(
+                        "{e}; showing the database's intact copy instead ({db})"
+                    ));
+                    Ok(Shown {
+                        size: copy.bytes.len() as u64,
+                        checkpoint: copy.checkpoint,
+                        version: caf_core::CURRENT_VERSION.to_string(),
+                        from_database: true,
+                    })
+                }
+                None => Err(e.into()),
+            }
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// The database's intact copy of a checkpoint whose file is damaged, when the store has a
+/// database (the directory's own, or --db), and the database, for messages. The database is
+/// only opened here, for a damaged file.
+fn database_copy(
+    t: &Target,
+    files: &caf_core::FileStore,
+    id: &caf_core::CheckpointId,
+) -> Option<(caf_sql::DatabaseCopy, String)> {
+    t.db_url(false)?;
+    let db = t.database(false).ok()?;
+    let copy = db.copy_of_damaged_file(&files.path_of(id), id).ok()??;
+    Some((copy, crate::target::redact(&db.location())))
 }
 
 /// The checkpoints of the store whose parent is `c` — when `target` is an id, or a file inside
@@ -60,7 +133,12 @@ fn children(t: &Target, target: &str, c: &Checkpoint) -> Option<Vec<String>> {
 
 /// Shows a checkpoint: `--json` prints the document itself (in the current format).
 pub fn run(t: &Target, json: bool, a: &InspectArgs) -> CmdResult {
-    let (c, size, version) = load_target(t, &a.target)?;
+    let Shown {
+        checkpoint: c,
+        size,
+        version,
+        from_database,
+    } = load_shown(t, &a.target)?;
     if json {
         let bytes = encode(&c).map_err(|e| Failure::msg(format!("{}: {e}", c.id)))?;
         let mut out = std::io::stdout().lock();
@@ -68,14 +146,27 @@ pub fn run(t: &Target, json: bool, a: &InspectArgs) -> CmdResult {
         return Ok(());
     }
     let kids = children(t, &a.target, &c);
-    print_view(&c, size, &version, a.last, kids);
+    print_view(&c, size, &version, from_database, a.last, kids);
     Ok(())
+}
+
+/// What the Format line says of the checksum.
+fn integrity_note(version: &str, from_database: bool) -> String {
+    use caf_core::format::versions::{find, Integrity};
+    if from_database {
+        return "integrity ok (the database's copy)".into();
+    }
+    match find(version).map(|v| v.integrity) {
+        Some(Integrity::None) => format!("no integrity (format {version})"),
+        _ => "integrity ok".into(),
+    }
 }
 
 fn print_view(
     c: &Checkpoint,
     size: u64,
     version: &str,
+    from_database: bool,
     last: usize,
     children: Option<Vec<String>>,
 ) {
@@ -181,9 +272,10 @@ fn print_view(
         &mut o,
         "Format",
         format!(
-            "{}{migrated}, {}, integrity ok",
+            "{}{migrated}, {}, {}",
             c.version,
-            output::bytes(size)
+            output::bytes(size),
+            integrity_note(version, from_database)
         ),
     );
 

@@ -11,6 +11,7 @@ mod migrate;
 mod prune;
 mod resume;
 mod save;
+mod verify;
 
 use crate::cli::{Cli, Command};
 use crate::target::{Store, Target};
@@ -36,6 +37,7 @@ pub fn run(cli: Cli) -> CmdResult {
         Command::Import(a) => files::import(dir, json, &a.paths),
         Command::Export(a) => files::export(dir, json, &a),
         Command::Delete(a) => delete::run(dir, json, &a),
+        Command::Verify(a) => verify::run(dir, json, &a),
         Command::Migrate(a) => migrate::run(json, &a),
         Command::Schema(a) => schema(a.format_version.as_deref()),
         Command::Diff(a) => diff::run(dir, json, &a),

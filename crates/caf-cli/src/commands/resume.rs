@@ -11,12 +11,20 @@ use serde_json::json;
 use std::io::Write;
 
 /// The restored state of an execution (its latest valid checkpoint) or of a checkpoint.
-fn restore(t: &Target, target: &str) -> Result<Restored, Failure> {
-    let store = t.open_existing()?;
-    let manager = CheckpointManager::new(store);
+fn restore(t: &Target, target: &str) -> Result<(Restored, Vec<String>), Failure> {
+    // With its database, if the store has one: a damaged file then loads from the database's
+    // intact copy (and says so).
+    let store = t.open_for_update()?;
+    // Files that could not be read at all are not listed (their execution is unknown): shown
+    // apart, since one of them may be this run's newest checkpoint.
+    let unreadable: Vec<String> = store
+        .files()
+        .map(|f| f.problems().iter().map(|p| p.error.to_string()).collect())
+        .unwrap_or_default();
+    let manager = CheckpointManager::new(&store);
     if let Ok(e) = execution_id(target) {
         if !store.list(&ListFilter::execution(&e))?.is_empty() {
-            return Ok(manager.restore_latest(&e)?);
+            return Ok((manager.restore_latest(&e)?, unreadable));
         }
     }
     let id = checkpoint_id(target)?;
@@ -26,12 +34,12 @@ fn restore(t: &Target, target: &str) -> Result<Restored, Failure> {
             t.describe()
         )));
     }
-    Ok(manager.restore(&id)?)
+    Ok((manager.restore(&id)?, unreadable))
 }
 
 /// Shows what a run would resume from.
 pub fn run(t: &Target, json: bool, a: &ResumeArgs) -> CmdResult {
-    let r = restore(t, &a.target)?;
+    let (r, unreadable) = restore(t, &a.target)?;
     let c = &r.checkpoint;
     let p = &c.snapshot.progress;
     let status = ExecutionStatus::from_reason(&c.metadata.checkpoint_reason);
@@ -44,13 +52,25 @@ pub fn run(t: &Target, json: bool, a: &ResumeArgs) -> CmdResult {
     };
     let percent = (done * 100).checked_div(total).unwrap_or(100);
     let in_flight = r.state.in_flight_tool_calls();
-    // Files that could not be read at all are not listed (their execution is unknown): shown
-    // apart, since one of them may be this run's newest checkpoint.
-    let unreadable: Vec<String> = t
-        .open_existing()?
-        .files()
-        .map(|f| f.problems().iter().map(|p| p.error.to_string()).collect())
-        .unwrap_or_default();
+    let chosen = match &r.chosen {
+        caf_core::Chosen::Requested => None,
+        caf_core::Chosen::Ancestor { head, generations } => Some(format!(
+            "the newest checkpoint {head} is damaged: resuming from its ancestor {generations} generation(s) back"
+        )),
+        caf_core::Chosen::NewestValid { head } => Some(format!(
+            "the newest checkpoint {head} and its ancestors are damaged: resuming from the newest valid checkpoint of the execution, on another line"
+        )),
+    };
+    if let caf_core::LoadSource::Database {
+        database,
+        file_error,
+    } = &r.source
+    {
+        output::warn_line(&format!(
+            "{}: the file is damaged ({file_error}); loaded the intact copy in {database}",
+            c.id
+        ));
+    }
     if json {
         output::print_json(&json!({
             "checkpoint": c.id,
@@ -61,6 +81,8 @@ pub fn run(t: &Target, json: bool, a: &ResumeArgs) -> CmdResult {
             "timestamp": c.timestamp,
             "reason": c.metadata.checkpoint_reason,
             "skipped": r.skipped.iter().map(|(id, why)| json!({"id": id, "error": why})).collect::<Vec<_>>(),
+            "chosen": chosen,
+            "from_database": !r.source.is_primary(),
             "unreadable_files": unreadable,
             "progress": {"done": done, "total": total, "percent": percent, "step_number": p.step_number},
             "task": p.task,
@@ -77,6 +99,9 @@ pub fn run(t: &Target, json: bool, a: &ResumeArgs) -> CmdResult {
     let _ = writeln!(o, "{BOLD}Resume {}{BOLD:#}", c.execution_id);
     for (id, why) in &r.skipped {
         let _ = writeln!(o, "  {YELLOW}skipped{YELLOW:#}     {id}: {why}");
+    }
+    if let Some(chosen) = &chosen {
+        let _ = writeln!(o, "  {YELLOW}note{YELLOW:#}        {chosen}");
     }
     let _ = writeln!(
         o,

@@ -2,10 +2,12 @@
 
 use super::atomic::{sync_dir, write_atomic, AtomicWriteOptions};
 use super::index::{mtime_ns, Entry, Index};
-use super::{CheckpointStore, CheckpointSummary, ListFilter};
+use super::{CheckpointStore, CheckpointSummary, DamagedCheckpoint, ListFilter};
+use crate::clock::Timestamp;
 use crate::error::{Error, Result};
 use crate::format::{decode, encode, Checkpoint, Decoded, Limits, LoadError};
 use crate::id::{check_id, CheckpointId, ExecutionId};
+use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -47,6 +49,7 @@ pub struct FileStore {
     options: FileStoreOptions,
     index: Mutex<Index>,
     problems: Vec<Problem>,
+    damaged: Vec<DamagedCheckpoint>,
 }
 
 impl std::fmt::Debug for FileStore {
@@ -141,14 +144,19 @@ impl FileStore {
         } else {
             Index::open(&meta_dir)
         };
-        let problems = reconcile(&root, &mut index, &options.limits)?;
+        let found = reconcile(&root, &mut index, &options.limits, false)?;
+        if found.changed || index.wants_compaction() {
+            // Best effort: a read-only directory still gets a correct in-memory index.
+            let _ = index.compact();
+        }
         clean_stale_temp_files(&meta_dir.join("tmp"));
         Ok(Self {
             root,
             temp_dir: index.temp_dir(),
             options,
             index: Mutex::new(index),
-            problems,
+            problems: found.problems,
+            damaged: found.damaged,
         })
     }
 
@@ -167,6 +175,43 @@ impl FileStore {
         self.root.join(format!("{id}.json"))
     }
 
+    /// Loads a checkpoint like [`CheckpointStore::load`], and says which format version its
+    /// file is written in ([`Decoded::source_version`]).
+    pub fn load_decoded(&self, id: &CheckpointId) -> Result<Decoded> {
+        let path = self.path_of(id);
+        match read_checkpoint_file(&path, &self.options.limits) {
+            Ok(d) => check_name(&path, id, d),
+            Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+                Err(Error::not_found(id))
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The integrity checksum the index records for each listed checkpoint (`None` where it is
+    /// not known: a file in an older format). Reads no checkpoint file.
+    pub fn indexed_checksums(&self) -> Result<HashMap<CheckpointId, Option<String>>> {
+        let mut index = self.index();
+        index.refresh()?;
+        Ok(index
+            .entries
+            .iter()
+            .map(|(id, e)| (id.clone(), e.integrity.clone()))
+            .collect())
+    }
+
+    /// Rebuilds the index from the files: every file is read again, and nothing the index
+    /// recorded is trusted (not even for a file whose size and modification time are unchanged,
+    /// which opening a store trusts), then the log is rewritten. Returns the files that could not
+    /// be indexed. [`FileStore::problems`] and [`CheckpointStore::damaged`] still report what was
+    /// found when the store was opened.
+    pub fn rebuild_index(&self) -> Result<Vec<Problem>> {
+        let mut index = self.index();
+        let found = reconcile(&self.root, &mut index, &self.options.limits, true)?;
+        index.compact()?;
+        Ok(found.problems)
+    }
+
     fn index(&self) -> MutexGuard<'_, Index> {
         self.index.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -181,16 +226,142 @@ impl FileStore {
         self.index().put(Entry {
             summary: summary.clone(),
             mtime_ns: mtime_ns(&meta),
+            integrity: stated_integrity(bytes),
         })?;
         Ok(summary)
     }
 }
 
+/// The integrity checksum an encoded checkpoint states on its `integrity` line, read without
+/// decoding it (`None` if there is no such line where caf writes it).
+pub fn stated_integrity(bytes: &[u8]) -> Option<String> {
+    const PREFIX: &[u8] = b"\n  \"integrity\": \"";
+    let start = bytes.windows(PREFIX.len()).position(|w| w == PREFIX)? + PREFIX.len();
+    let len = bytes[start..].iter().position(|b| *b == b'"')?;
+    std::str::from_utf8(&bytes[start..start + len])
+        .ok()
+        .map(str::to_string)
+}
+
+/// What the top-level members of a damaged file still say, where it keeps the layout caf writes
+/// (each top-level member on a line of its own, indented by two spaces): enough to place a
+/// truncated or corrupted checkpoint in its execution and lineage.
+#[derive(Debug, Default)]
+struct Salvaged {
+    id: Option<CheckpointId>,
+    execution_id: Option<ExecutionId>,
+    parent_id: Option<CheckpointId>,
+    timestamp: Option<Timestamp>,
+}
+
+fn salvage(bytes: &[u8]) -> Salvaged {
+    let mut out = Salvaged::default();
+    for line in bytes.split(|&b| b == b'\n') {
+        // Top-level members only: nested lines are indented further.
+        if !line.starts_with(b"  \"") {
+            continue;
+        }
+        let Ok(text) = std::str::from_utf8(line) else {
+            continue;
+        };
+        let member = format!("{{{}}}", text.trim_end().trim_end_matches(','));
+        let Ok(serde_json::Value::Object(m)) = serde_json::from_str(&member) else {
+            continue;
+        };
+        for (key, value) in m {
+            let Some(v) = value.as_str() else { continue };
+            match key.as_str() {
+                "id" => out.id = CheckpointId::new(v).ok(),
+                "execution_id" => out.execution_id = ExecutionId::new(v).ok(),
+                "parent_id" => out.parent_id = CheckpointId::new(v).ok(),
+                "timestamp" => out.timestamp = Timestamp::parse(v).ok(),
+                _ => {}
+            }
+        }
+    }
+    out
+}
+
+/// What is known of the damaged file of `id`: the entry the index had for it while it was whole,
+/// else what can be read from its bytes (unless they name another checkpoint).
+fn damaged_checkpoint(
+    id: &CheckpointId,
+    known: Option<&Entry>,
+    bytes: Option<&[u8]>,
+    error: &Error,
+) -> DamagedCheckpoint {
+    let error = error.to_string();
+    if let Some(e) = known {
+        return DamagedCheckpoint {
+            id: id.clone(),
+            execution_id: Some(e.summary.execution_id.clone()),
+            parent_id: e.summary.parent_id.clone(),
+            timestamp: Some(e.summary.timestamp),
+            error,
+        };
+    }
+    let s = bytes
+        .map(salvage)
+        .filter(|s| s.id.as_ref().is_none_or(|named| named == id))
+        .unwrap_or_default();
+    DamagedCheckpoint {
+        id: id.clone(),
+        execution_id: s.execution_id,
+        parent_id: s.parent_id,
+        timestamp: s.timestamp,
+        error,
+    }
+}
+
+/// A file that could not be indexed: why, and its bytes if they could be read.
+type Unindexable = (Error, Option<Vec<u8>>);
+
+/// Reads the file of `id` for the index: the checkpoint and the checksum it states (when it is in
+/// the current format).
+fn read_for_index(
+    path: &Path,
+    id: &CheckpointId,
+    limits: &Limits,
+) -> std::result::Result<(Checkpoint, Option<String>), Unindexable> {
+    let bytes = read_regular_file(path, limits.max_bytes).map_err(|e| (e, None))?;
+    let decoded = match decode(&bytes, limits) {
+        Ok(d) => d,
+        Err(error) => {
+            let origin = path.display().to_string();
+            return Err((Error::Load { origin, error }, Some(bytes)));
+        }
+    };
+    let migrated = decoded.was_migrated();
+    match check_name(path, id, decoded) {
+        Ok(d) => {
+            let integrity = if migrated {
+                None
+            } else {
+                stated_integrity(&bytes)
+            };
+            Ok((d.checkpoint, integrity))
+        }
+        Err(e) => Err((e, Some(bytes))),
+    }
+}
+
+/// What [`reconcile`] found.
+struct Reconciled {
+    problems: Vec<Problem>,
+    damaged: Vec<DamagedCheckpoint>,
+    /// Whether the in-memory index changed (so the log should be rewritten).
+    changed: bool,
+}
+
 /// Brings the index in line with the directory; returns the files that could not be indexed.
-fn reconcile(root: &Path, index: &mut Index, limits: &Limits) -> Result<Vec<Problem>> {
+/// With `force`, every file is read again, even those the index records with the same size and
+/// modification time.
+fn reconcile(root: &Path, index: &mut Index, limits: &Limits, force: bool) -> Result<Reconciled> {
     let mut problems = Vec::new();
-    let mut seen = std::collections::HashSet::new();
-    let mut changed = false;
+    let mut damaged = Vec::new();
+    let mut seen = HashSet::new();
+    let mut seen_damaged = HashSet::new();
+    let mut changed = force;
     let dir = std::fs::read_dir(root).map_err(|e| Error::io(root, e))?;
     for entry in dir {
         let entry = entry.map_err(|e| Error::io(root, e))?;
@@ -210,43 +381,58 @@ fn reconcile(root: &Path, index: &mut Index, limits: &Limits) -> Result<Vec<Prob
             Ok(m) => m,
             Err(_) => continue, // vanished meanwhile
         };
-        let fresh = index
-            .entries
-            .get(&id)
-            .is_some_and(|e| e.summary.bytes == meta.len() && e.mtime_ns == mtime_ns(&meta));
+        let fresh = !force
+            && index
+                .entries
+                .get(&id)
+                .is_some_and(|e| e.summary.bytes == meta.len() && e.mtime_ns == mtime_ns(&meta));
         if fresh && meta.file_type().is_file() {
             seen.insert(id);
             continue;
         }
-        changed = true;
-        index.entries.remove(&id);
-        match read_checkpoint_file(&path, limits).and_then(|d| check_name(&path, &id, d)) {
-            Ok(c) => {
-                let summary = CheckpointSummary::of(&c, meta.len());
-                index.entries.insert(
-                    id.clone(),
-                    Entry {
-                        summary,
-                        mtime_ns: mtime_ns(&meta),
-                    },
-                );
+        let previous = index.entries.remove(&id);
+        match read_for_index(&path, &id, limits) {
+            Ok((c, integrity)) => {
+                let fresh_entry = Entry {
+                    summary: CheckpointSummary::of(&c, meta.len()),
+                    mtime_ns: mtime_ns(&meta),
+                    integrity,
+                };
+                changed |= previous.as_ref() != Some(&fresh_entry);
+                changed |= index.damaged.remove(&id).is_some();
+                index.entries.insert(id.clone(), fresh_entry);
                 seen.insert(id);
             }
-            Err(error) => problems.push(Problem { path, error }),
+            Err((error, bytes)) => {
+                if let Some(whole) = previous {
+                    // Remember what it was while it was whole.
+                    index.damaged.insert(id.clone(), whole);
+                    changed = true;
+                }
+                damaged.push(damaged_checkpoint(
+                    &id,
+                    index.damaged.get(&id),
+                    bytes.as_deref(),
+                    &error,
+                ));
+                seen_damaged.insert(id);
+                problems.push(Problem { path, error });
+            }
         }
     }
-    let before = index.entries.len();
+    let before = (index.entries.len(), index.damaged.len());
     index.entries.retain(|id, _| seen.contains(id));
-    changed |= index.entries.len() != before;
-    if changed || index.wants_compaction() {
-        // Best effort: a read-only directory still gets a correct in-memory index.
-        let _ = index.compact();
-    }
-    Ok(problems)
+    index.damaged.retain(|id, _| seen_damaged.contains(id));
+    changed |= (index.entries.len(), index.damaged.len()) != before;
+    Ok(Reconciled {
+        problems,
+        damaged,
+        changed,
+    })
 }
 
 /// Checks that the file `DIR/{id}.json` holds the checkpoint `id`.
-fn check_name(path: &Path, id: &CheckpointId, d: Decoded) -> Result<Checkpoint> {
+fn check_name(path: &Path, id: &CheckpointId, d: Decoded) -> Result<Decoded> {
     if &d.checkpoint.id != id {
         return Err(Error::Load {
             origin: path.display().to_string(),
@@ -259,7 +445,7 @@ fn check_name(path: &Path, id: &CheckpointId, d: Decoded) -> Result<Checkpoint> 
             },
         });
     }
-    Ok(d.checkpoint)
+    Ok(d)
 }
 
 /// Removes temporary files left by writers that were killed (older than a minute).
@@ -289,14 +475,11 @@ impl CheckpointStore for FileStore {
     }
 
     fn load(&self, id: &CheckpointId) -> Result<Checkpoint> {
-        let path = self.path_of(id);
-        match read_checkpoint_file(&path, &self.options.limits) {
-            Ok(d) => check_name(&path, id, d),
-            Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
-                Err(Error::not_found(id))
-            }
-            Err(e) => Err(e),
-        }
+        self.load_decoded(id).map(|d| d.checkpoint)
+    }
+
+    fn damaged(&self) -> Result<Vec<DamagedCheckpoint>> {
+        Ok(self.damaged.clone())
     }
 
     fn list(&self, filter: &ListFilter) -> Result<Vec<CheckpointSummary>> {

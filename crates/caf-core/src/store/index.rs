@@ -7,6 +7,12 @@
 //! differed, rewrites the log atomically under an exclusive lock. A torn last line (a writer
 //! killed mid-append) is ignored and repaired by the next reconcile. Another process's appends
 //! are picked up by reading the log's new tail before each listing.
+//!
+//! The log also remembers, for a file that was indexed and later found damaged, the summary it
+//! had while it was whole (a `bad` record): a restore can then still tell which execution the
+//! damaged checkpoint belonged to, when it was taken and who its parent is, and fall back along
+//! its lineage (see [`crate::CheckpointStore::damaged`]). caf versions that do not know `bad`
+//! records skip them like a torn line.
 
 use super::atomic::{write_atomic, AtomicWriteOptions};
 use super::CheckpointSummary;
@@ -18,21 +24,91 @@ use std::fs::{File, Metadata, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
-/// A summary plus what identifies the file version it was read from.
+/// What the index records of one checkpoint file: its summary, plus what identifies the file
+/// version it was read from.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub(crate) struct Entry {
+pub struct Entry {
+    /// The summary.
     pub summary: CheckpointSummary,
     /// The file's modification time (ns since the epoch) when indexed. An `i64` (good until
     /// 2262), not an `i128`: serde cannot read 128-bit integers inside the internally tagged
-    /// [`Record`], which made every `put` line of the log unreadable.
+    /// records of the log, which made every `put` line unreadable.
     pub mtime_ns: i64,
+    /// The integrity checksum the file states (`sha256:…`), when it is in the current format;
+    /// `None` for a file in an older format, or one indexed by an older caf. A database that
+    /// mirrors the files holds the same checksum for it, so the two can be compared without
+    /// reading a checkpoint.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub integrity: Option<String>,
+}
+
+impl Entry {
+    /// Whether the file at `path` has the size and modification time recorded here: a store
+    /// that opens trusts such an entry without reading the file.
+    pub fn matches_file(&self, path: &Path) -> bool {
+        std::fs::symlink_metadata(path)
+            .is_ok_and(|m| m.len() == self.summary.bytes && mtime_ns(&m) == self.mtime_ns)
+    }
 }
 
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "lowercase")]
 enum Record {
     Put(Entry),
-    Del { id: CheckpointId },
+    Del {
+        id: CheckpointId,
+    },
+    /// The file was found damaged; the entry is the last one it had while whole.
+    Bad(Entry),
+}
+
+/// What a store's index log records, read as it is on disk: nothing is reconciled with the
+/// directory, nothing is written (see [`read_index`]).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct IndexSnapshot {
+    /// The checkpoints the index lists.
+    pub entries: HashMap<CheckpointId, Entry>,
+    /// Files the index knows to be damaged, with the last entry each had while whole.
+    pub damaged: HashMap<CheckpointId, Entry>,
+}
+
+impl IndexSnapshot {
+    /// Applies one line of the log; a line that does not parse (a torn last line) is ignored.
+    fn apply(&mut self, line: &[u8]) {
+        match serde_json::from_slice::<Record>(line) {
+            Ok(Record::Put(e)) => {
+                self.damaged.remove(&e.summary.id);
+                self.entries.insert(e.summary.id.clone(), e);
+            }
+            Ok(Record::Bad(e)) => {
+                self.entries.remove(&e.summary.id);
+                self.damaged.insert(e.summary.id.clone(), e);
+            }
+            Ok(Record::Del { id }) => {
+                self.entries.remove(&id);
+                self.damaged.remove(&id);
+            }
+            Err(_) => {} // a torn line from a killed writer; reconcile repairs it
+        }
+    }
+}
+
+/// Reads the index log of the store in `dir` (`DIR/.caf/index.jsonl`) as it is, without
+/// reconciling it with the files or taking a lock; `None` if there is no index. For checking a
+/// store (`verify`): opening a [`super::FileStore`] would bring the index up to date first.
+pub fn read_index(dir: &Path) -> Result<Option<IndexSnapshot>> {
+    let path = dir.join(".caf").join("index.jsonl");
+    let bytes = match std::fs::read(&path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(Error::io(&path, e)),
+    };
+    let mut snapshot = IndexSnapshot::default();
+    let end = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |e| e + 1);
+    for line in bytes[..end].split(|&b| b == b'\n') {
+        snapshot.apply(line);
+    }
+    Ok(Some(snapshot))
 }
 
 /// The modification time of a file in ns since the epoch (0 if unknown).
@@ -69,6 +145,8 @@ struct Log {
 /// The in-memory index, optionally backed by the log.
 pub(crate) struct Index {
     pub entries: HashMap<CheckpointId, Entry>,
+    /// Files found damaged, with the last entry each had while whole (`bad` records).
+    pub damaged: HashMap<CheckpointId, Entry>,
     log: Option<Log>,
     meta_dir: PathBuf,
 }
@@ -84,6 +162,7 @@ impl Index {
         let log = Self::open_log(meta_dir).ok();
         let mut index = Self {
             entries: HashMap::new(),
+            damaged: HashMap::new(),
             log,
             meta_dir: meta_dir.to_path_buf(),
         };
@@ -96,6 +175,7 @@ impl Index {
     pub fn in_memory(meta_dir: &Path) -> Self {
         Self {
             entries: HashMap::new(),
+            damaged: HashMap::new(),
             log: None,
             meta_dir: meta_dir.to_path_buf(),
         }
@@ -158,6 +238,7 @@ impl Index {
             log.offset = 0;
             log.lines = 0;
             self.entries.clear();
+            self.damaged.clear();
         }
         if meta.len() <= log.offset {
             return Ok(());
@@ -171,18 +252,16 @@ impl Index {
         let Some(end) = buf.iter().rposition(|&b| b == b'\n') else {
             return Ok(());
         };
+        let mut snapshot = IndexSnapshot {
+            entries: std::mem::take(&mut self.entries),
+            damaged: std::mem::take(&mut self.damaged),
+        };
         for line in buf[..end].split(|&b| b == b'\n') {
             log.lines += 1;
-            match serde_json::from_slice::<Record>(line) {
-                Ok(Record::Put(e)) => {
-                    self.entries.insert(e.summary.id.clone(), e);
-                }
-                Ok(Record::Del { id }) => {
-                    self.entries.remove(&id);
-                }
-                Err(_) => {} // a torn line from a killed writer; reconcile repairs it
-            }
+            snapshot.apply(line);
         }
+        self.entries = snapshot.entries;
+        self.damaged = snapshot.damaged;
         log.offset += end as u64 + 1;
         Ok(())
     }
@@ -215,6 +294,7 @@ impl Index {
     /// Records a saved file.
     pub fn put(&mut self, entry: Entry) -> Result<()> {
         let record = Record::Put(entry.clone());
+        self.damaged.remove(&entry.summary.id);
         self.entries.insert(entry.summary.id.clone(), entry);
         self.append(&[record])
     }
@@ -223,6 +303,7 @@ impl Index {
     pub fn delete(&mut self, ids: &[CheckpointId]) -> Result<()> {
         for id in ids {
             self.entries.remove(id);
+            self.damaged.remove(id);
         }
         let records: Vec<Record> = ids
             .iter()
@@ -235,7 +316,7 @@ impl Index {
     pub fn wants_compaction(&self) -> bool {
         self.log
             .as_ref()
-            .is_some_and(|l| l.lines > 2 * self.entries.len() + 256)
+            .is_some_and(|l| l.lines > 2 * (self.entries.len() + self.damaged.len()) + 256)
     }
 
     /// Rewrites the log with exactly the current entries (after reading any lines appended by
@@ -257,9 +338,15 @@ impl Index {
         };
         let mut entries: Vec<&Entry> = self.entries.values().collect();
         entries.sort_by(|a, b| CheckpointSummary::newest_first(&b.summary, &a.summary));
+        let mut damaged: Vec<&Entry> = self.damaged.values().collect();
+        damaged.sort_by(|a, b| CheckpointSummary::newest_first(&b.summary, &a.summary));
         let mut buf = Vec::new();
-        for e in entries {
-            let _ = serde_json::to_writer(&mut buf, &Record::Put(e.clone()));
+        let records = entries
+            .into_iter()
+            .map(|e| Record::Put(e.clone()))
+            .chain(damaged.into_iter().map(|e| Record::Bad(e.clone())));
+        for r in records {
+            let _ = serde_json::to_writer(&mut buf, &r);
             buf.push(b'\n');
         }
         let tmp = self.meta_dir.join("tmp");
@@ -272,7 +359,7 @@ impl Index {
         log.file = Self::open_append(&log.path)?;
         log.identity = identity(&log.file.metadata().map_err(io(&log.path))?);
         log.offset = buf.len() as u64;
-        log.lines = self.entries.len();
+        log.lines = self.entries.len() + self.damaged.len();
         Ok(())
     }
 }

@@ -11,11 +11,14 @@ mod index;
 mod memory;
 
 pub use atomic::{write_atomic, AtomicWriteOptions};
-pub use file::{read_checkpoint_file, read_regular_file, FileStore, FileStoreOptions, Problem};
+pub use file::{
+    read_checkpoint_file, read_regular_file, stated_integrity, FileStore, FileStoreOptions, Problem,
+};
+pub use index::{read_index, Entry as IndexEntry, IndexSnapshot};
 pub use memory::MemoryStore;
 
 use crate::clock::Timestamp;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::format::{Checkpoint, CheckpointReason};
 use crate::id::{CheckpointId, ExecutionId};
 use serde::{Deserialize, Serialize};
@@ -70,6 +73,46 @@ impl CheckpointSummary {
     /// The listing order: newest first (timestamp, then id, both descending).
     pub fn newest_first(a: &Self, b: &Self) -> std::cmp::Ordering {
         (b.timestamp, &b.id).cmp(&(a.timestamp, &a.id))
+    }
+}
+
+/// A checkpoint a store holds but cannot load (a damaged file), with what is known of it
+/// without loading it. It is not listed; [`CheckpointStore::damaged`] reports it so that a
+/// restore can place it in its execution and lineage and fall back past it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DamagedCheckpoint {
+    /// Its id (for a file, the one its name gives).
+    pub id: CheckpointId,
+    /// Its execution, when known.
+    pub execution_id: Option<ExecutionId>,
+    /// Its parent, when known (`None` also for a first checkpoint).
+    pub parent_id: Option<CheckpointId>,
+    /// When it was taken, when known.
+    pub timestamp: Option<Timestamp>,
+    /// Why it cannot be loaded.
+    pub error: String,
+}
+
+/// Which copy of a checkpoint [`CheckpointStore::load_with_source`] loaded.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum LoadSource {
+    /// The store's own copy: a file store's file, a database's rows, memory.
+    Primary,
+    /// The database copy of a store that keeps files and a database (caf-sql's `HybridStore`),
+    /// because the file could not be loaded.
+    Database {
+        /// The database, for messages (a SQLite path, or a PostgreSQL URL without password).
+        database: String,
+        /// Why the file could not be loaded.
+        file_error: Error,
+    },
+}
+
+impl LoadSource {
+    /// Whether the checkpoint came from the store's own copy.
+    pub fn is_primary(&self) -> bool {
+        matches!(self, Self::Primary)
     }
 }
 
@@ -176,6 +219,19 @@ pub trait CheckpointStore: Send + Sync {
             .into_iter()
             .find(|s| &s.id == id))
     }
+
+    /// Loads a checkpoint like [`load`](Self::load), and says which copy it came from: a store
+    /// that keeps a second copy (files plus a database) may load that one when the first is
+    /// damaged, and says so here. The default is [`LoadSource::Primary`].
+    fn load_with_source(&self, id: &CheckpointId) -> Result<(Checkpoint, LoadSource)> {
+        Ok((self.load(id)?, LoadSource::Primary))
+    }
+
+    /// Checkpoints the store holds but cannot load and does not list (damaged files), with what
+    /// is known of each. The default, for stores that cannot hold such a thing, is none.
+    fn damaged(&self) -> Result<Vec<DamagedCheckpoint>> {
+        Ok(Vec::new())
+    }
 }
 
 /// Implements [`CheckpointStore`] for a pointer type by delegating to what it points to.
@@ -202,6 +258,12 @@ macro_rules! delegate_store {
             }
             fn summary(&self, id: &CheckpointId) -> Result<Option<CheckpointSummary>> {
                 (**self).summary(id)
+            }
+            fn load_with_source(&self, id: &CheckpointId) -> Result<(Checkpoint, LoadSource)> {
+                (**self).load_with_source(id)
+            }
+            fn damaged(&self) -> Result<Vec<DamagedCheckpoint>> {
+                (**self).damaged()
             }
         }
     )*};
