@@ -47,6 +47,22 @@ macro_rules! delegate_checkpoint_store {
             fn damaged(&self) -> caf_core::Result<Vec<caf_core::DamagedCheckpoint>> {
                 caf_core::CheckpointStore::damaged(&self.$field)
             }
+            fn summary(
+                &self,
+                id: &caf_core::CheckpointId,
+            ) -> caf_core::Result<Option<caf_core::CheckpointSummary>> {
+                caf_core::CheckpointStore::summary(&self.$field, id)
+            }
+            fn record_pruned(&self, stones: &[caf_core::prune::Tombstone]) -> caf_core::Result<()> {
+                caf_core::CheckpointStore::record_pruned(&self.$field, stones)
+            }
+            fn pruned(
+                &self,
+            ) -> caf_core::Result<
+                std::collections::HashMap<caf_core::CheckpointId, caf_core::prune::Tombstone>,
+            > {
+                caf_core::CheckpointStore::pruned(&self.$field)
+            }
         }
     };
 }

@@ -28,7 +28,7 @@ fn pruning_half_drops_the_rows_and_loads_still_equal_the_files() {
             db.store().save(c).unwrap();
         }
         let before = db.store().table_counts().unwrap();
-        let outcome = prune(db.store(), &keep_last(10), None, later(), false, None).unwrap();
+        let outcome = prune(db.store(), &keep_last(10), None, later(), false).unwrap();
         assert_eq!(outcome.deleted.len(), 30, "half of 3 x 20");
         let after = db.store().table_counts().unwrap();
         assert_eq!(after.checkpoints, before.checkpoints - 30);
@@ -46,7 +46,7 @@ fn pruning_half_drops_the_rows_and_loads_still_equal_the_files() {
             }
         }
         // Twice is once.
-        let again = prune(db.store(), &keep_last(10), None, later(), false, None).unwrap();
+        let again = prune(db.store(), &keep_last(10), None, later(), false).unwrap();
         assert!(again.deleted.is_empty());
     });
 }
@@ -58,8 +58,7 @@ fn in_a_hybrid_store_files_and_database_stay_equal() {
     for c in &checkpoints {
         h.save(c).unwrap();
     }
-    let log = caf_core::prune::PrunedLog::of_dir(h.files().root());
-    let outcome = prune(&*h, &keep_last(4), None, later(), false, Some(&log)).unwrap();
+    let outcome = prune(&*h, &keep_last(4), None, later(), false).unwrap();
     assert_eq!(outcome.deleted.len(), 16, "{:?}", outcome.plan);
     let files = h.files().list(&ListFilter::default()).unwrap();
     assert_eq!(
@@ -72,13 +71,33 @@ fn in_a_hybrid_store_files_and_database_stay_equal() {
             h.files().load(&s.id).unwrap()
         );
     }
-    let text = std::fs::read_to_string(log.path()).unwrap_or_default();
-    assert_eq!(
-        log.load().unwrap().len(),
-        16,
-        "{}: {text}",
-        log.path().display()
-    );
+    // The tombstones are in the directory, where `caf log` reads them.
+    let log = caf_core::prune::PrunedLog::of_dir(h.files().root());
+    assert_eq!(log.load().unwrap().len(), 16, "{}", log.path().display());
+    assert_eq!(h.pruned().unwrap().len(), 16);
+}
+
+#[test]
+fn a_database_alone_keeps_the_tombstones_that_bridge_lineage() {
+    sql_common::on_each_backend("a_database_alone_keeps_the_tombstones", |db| {
+        let checkpoints = agent_run(1, 10);
+        for c in &checkpoints {
+            db.store().save(c).unwrap();
+        }
+        let outcome = prune(db.store(), &keep_last(3), None, later(), false).unwrap();
+        assert_eq!(outcome.deleted.len(), 7);
+        let stones = db.store().pruned().unwrap();
+        assert_eq!(stones.len(), 7);
+        // The oldest kept checkpoint's parent was pruned: the tombstones lead back to the
+        // start of the line, 7 pruned.
+        let oldest_kept = &checkpoints[7];
+        let gap =
+            caf_core::prune::ancestry(db.store(), &stones, oldest_kept.parent_id.as_ref().unwrap())
+                .unwrap()
+                .unwrap();
+        assert_eq!(gap.pruned, 7);
+        assert_eq!(gap.nearest_kept, None);
+    });
 }
 
 /// A store that saves `racer` (once) when the prune starts deleting: a save that lands between
@@ -130,7 +149,7 @@ fn a_save_racing_a_prune_is_never_deleted() {
         Some(caf_core::duration::Duration::from_secs(1)),
         None,
     );
-    let outcome = prune(&racing, &policy, None, later(), false, None).unwrap();
+    let outcome = prune(&racing, &policy, None, later(), false).unwrap();
     assert!(!outcome.deleted.is_empty());
     assert!(!outcome.deleted.contains(&racer.id));
     assert_eq!(
@@ -139,6 +158,6 @@ fn a_save_racing_a_prune_is_never_deleted() {
         "the racing save survived"
     );
     // The next prune sees it, and may delete it: that is pruning, not a race.
-    let next = prune(&*h, &policy, None, later(), false, None).unwrap();
+    let next = prune(&*h, &policy, None, later(), false).unwrap();
     assert!(next.deleted.contains(&racer.id));
 }

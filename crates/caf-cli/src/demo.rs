@@ -361,17 +361,12 @@ fn branch_and_prune(
     }
     let policy =
         caf_core::retention::RetentionPolicy::default().with_overrides(Some(3), None, None);
-    let log = manager
-        .store()
-        .files()
-        .map(|f| caf_core::prune::PrunedLog::of_dir(f.root()));
     let outcome = caf_core::prune::prune(
         manager.store(),
         &policy,
         Some(execution_id),
         clock.now(),
         false,
-        log.as_ref(),
     )?;
     say(format!(
         "  {YELLOW}prune{YELLOW:#}     keep the last 3 of {execution_id}: deleted {}, kept {} (the branch point and the final checkpoint are protected)",

@@ -5,9 +5,11 @@
 //! that races a prune is never deleted; pruning again deletes nothing more (the planner's
 //! idempotence); a dry run changes nothing.
 //!
-//! **Lineage after pruning.** Before deleting, the prune appends a *tombstone* for each
-//! condemned checkpoint — its id, parent, execution and time — to `DIR/.caf/pruned.jsonl`
-//! ([`PrunedLog`], append-only, synced before the first delete). A kept checkpoint whose parent
+//! **Lineage after pruning.** Before deleting, the prune records a *tombstone* for each
+//! condemned checkpoint — its id, parent, execution and time — in the store
+//! ([`CheckpointStore::record_pruned`]): a directory appends it to `DIR/.caf/pruned.jsonl`
+//! ([`PrunedLog`], append-only, synced before the first delete), a database-only store keeps it
+//! in its `pruned` table. A kept checkpoint whose parent
 //! was pruned still shows where it came from: [`ancestry`] follows tombstones to the nearest
 //! kept ancestor and counts the pruned checkpoints in between; `caf log` shows the gap.
 
@@ -106,14 +108,14 @@ pub struct PruneOutcome {
 }
 
 /// Prunes `store` by `policy` at time `now`: plans over every checkpoint, deletes the condemned
-/// ones (only in `execution`, if given), recording their tombstones in `log` first.
+/// ones (only in `execution`, if given), recording their tombstones in the store first
+/// ([`CheckpointStore::record_pruned`]).
 pub fn prune(
     store: &dyn CheckpointStore,
     policy: &RetentionPolicy,
     execution: Option<&ExecutionId>,
     now: Timestamp,
     dry_run: bool,
-    log: Option<&PrunedLog>,
 ) -> Result<PruneOutcome> {
     let all = store.list(&ListFilter::default())?;
     let mut plan = plan(policy, &all, now);
@@ -137,7 +139,7 @@ pub fn prune(
         .iter()
         .filter_map(|(id, _)| by_id.get(id).copied())
         .collect();
-    let deleted = delete_recorded(store, &doomed, now, log)?;
+    let deleted = delete_recorded(store, &doomed, now)?;
     Ok(PruneOutcome {
         plan,
         deleted,
@@ -145,27 +147,24 @@ pub fn prune(
     })
 }
 
-/// Deletes `doomed` from `store`, first recording their tombstones in `log` (if any), so that
+/// Deletes `doomed` from `store`, first recording their tombstones in the store, so that
 /// lineage stays readable; returns the ids that were there to delete.
 pub fn delete_recorded(
     store: &dyn CheckpointStore,
     doomed: &[&CheckpointSummary],
     now: Timestamp,
-    log: Option<&PrunedLog>,
 ) -> Result<Vec<CheckpointId>> {
-    if let Some(log) = log {
-        let stones: Vec<Tombstone> = doomed
-            .iter()
-            .map(|s| Tombstone {
-                id: s.id.clone(),
-                parent_id: s.parent_id.clone(),
-                execution_id: s.execution_id.clone(),
-                timestamp: s.timestamp,
-                pruned_at: now,
-            })
-            .collect();
-        log.record(&stones)?;
-    }
+    let stones: Vec<Tombstone> = doomed
+        .iter()
+        .map(|s| Tombstone {
+            id: s.id.clone(),
+            parent_id: s.parent_id.clone(),
+            execution_id: s.execution_id.clone(),
+            timestamp: s.timestamp,
+            pruned_at: now,
+        })
+        .collect();
+    store.record_pruned(&stones)?;
     let mut deleted = Vec::new();
     for s in doomed {
         if store.delete(&s.id)? {

@@ -116,6 +116,16 @@ impl CheckpointStore for HybridStore {
         self.files.damaged()
     }
 
+    fn record_pruned(&self, stones: &[caf_core::prune::Tombstone]) -> Result<()> {
+        self.files.record_pruned(stones)
+    }
+
+    fn pruned(
+        &self,
+    ) -> Result<std::collections::HashMap<CheckpointId, caf_core::prune::Tombstone>> {
+        self.files.pruned()
+    }
+
     fn list(&self, filter: &ListFilter) -> Result<Vec<CheckpointSummary>> {
         self.files.list(filter)
     }

@@ -115,6 +115,7 @@ mod list;
 #[cfg(feature = "test-support")]
 mod measure;
 pub mod open;
+mod pruned;
 mod queries;
 mod raw;
 mod rows;

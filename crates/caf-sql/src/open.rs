@@ -142,6 +142,14 @@ impl CheckpointStore for Store {
     fn damaged(&self) -> caf_core::Result<Vec<DamagedCheckpoint>> {
         (**self).damaged()
     }
+    fn record_pruned(&self, stones: &[caf_core::prune::Tombstone]) -> caf_core::Result<()> {
+        (**self).record_pruned(stones)
+    }
+    fn pruned(
+        &self,
+    ) -> caf_core::Result<std::collections::HashMap<CheckpointId, caf_core::prune::Tombstone>> {
+        (**self).pruned()
+    }
 }
 
 impl Store {

@@ -136,6 +136,17 @@ diesel::table! {
     }
 }
 
+diesel::table! {
+    /// Tombstones of pruned checkpoints, so that lineage can bridge the gap a prune leaves.
+    pruned (id) {
+        id -> Text,
+        parent_id -> Nullable<Text>,
+        execution_id -> Text,
+        timestamp -> BigInt,
+        pruned_at -> BigInt,
+    }
+}
+
 diesel::joinable!(checkpoint_labels -> checkpoints (checkpoint_id));
 diesel::joinable!(entries -> lines (line_id));
 diesel::joinable!(checkpoints -> executions (execution_id));

@@ -239,6 +239,18 @@ impl CheckpointStore for SqlStore {
         Ok(self.delete_execution_checkpoints(execution_id)?)
     }
 
+    fn record_pruned(&self, stones: &[caf_core::prune::Tombstone]) -> caf_core::Result<()> {
+        let mut inner = self.lock();
+        Ok(crate::pruned::record(&mut inner.conn, stones)?)
+    }
+
+    fn pruned(
+        &self,
+    ) -> caf_core::Result<std::collections::HashMap<CheckpointId, caf_core::prune::Tombstone>> {
+        let mut inner = self.lock();
+        Ok(crate::pruned::load(&mut inner.conn)?)
+    }
+
     fn summary(&self, id: &CheckpointId) -> caf_core::Result<Option<CheckpointSummary>> {
         let mut inner = self.lock();
         Ok(crate::list::summary_in(&mut inner.conn, id)?)

@@ -71,7 +71,6 @@ fn older_than(
     a: &DeleteArgs,
     age: caf_core::duration::Duration,
 ) -> CmdResult {
-    use caf_core::prune::PrunedLog;
     use caf_core::{Clock, ListFilter, SystemClock, Timestamp};
     let store = t.open_for_update()?;
     let now = SystemClock.now();
@@ -89,8 +88,7 @@ fn older_than(
         .iter() // newest first: the first of each execution is its latest
         .filter(|s| !latest.insert(s.execution_id.clone()) && s.timestamp < cutoff)
         .collect();
-    let log = store.files().map(|f| PrunedLog::of_dir(f.root()));
-    let ids = caf_core::prune::delete_recorded(&*store, &doomed, now, log.as_ref())?;
+    let ids = caf_core::prune::delete_recorded(&*store, &doomed, now)?;
     if json {
         output::print_json(&json!({"deleted": ids, "older_than": age.to_string()}));
     } else {

@@ -167,10 +167,7 @@ pub fn run(t: &Target, json: bool, a: &LogArgs) -> CmdResult {
     let all = store.list(&ListFilter::default())?;
     let rel = Relations::of(&all);
     // Missing parents that were pruned: the tombstones lead to the nearest kept ancestor.
-    let tombstones = match store.files() {
-        Some(f) => caf_core::prune::PrunedLog::of_dir(f.root()).load()?,
-        None => HashMap::new(),
-    };
+    let tombstones = store.pruned()?;
     let mut gaps: HashMap<CheckpointId, (Option<CheckpointId>, usize)> = HashMap::new();
     for s in &all {
         if let Some(p) = &s.parent_id {

@@ -6,7 +6,7 @@ use crate::output::{self, DIM};
 use crate::target::Target;
 use crate::{CmdResult, Failure};
 use caf_core::config::Config;
-use caf_core::prune::{prune, PrunedLog};
+use caf_core::prune::prune;
 use caf_core::retention::{parse_tiers, RetentionPolicy};
 use caf_core::{Clock, SystemClock};
 use std::io::Write;
@@ -36,14 +36,12 @@ pub fn run(t: &Target, json: bool, a: &PruneArgs) -> CmdResult {
     }
     let execution = a.execution.as_deref().map(execution_id).transpose()?;
     let store = t.open_for_update()?;
-    let log = store.files().map(|f| PrunedLog::of_dir(f.root()));
     let outcome = prune(
         &*store,
         &policy,
         execution.as_ref(),
         SystemClock.now(),
         a.dry_run,
-        log.as_ref(),
     )?;
     if json {
         output::print_json(&outcome);

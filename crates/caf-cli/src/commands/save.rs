@@ -68,16 +68,12 @@ pub fn save(t: &Target, json: bool, a: &SaveArgs) -> CmdResult {
         e => Failure::msg(format!("{e}; nothing saved")),
     })?;
     let pruned = if config.retention.auto_prune && config.retention.policy().has_rules() {
-        let log = store
-            .files()
-            .map(|f| caf_core::prune::PrunedLog::of_dir(f.root()));
         caf_core::prune::prune(
             &*store,
             &config.retention.policy(),
             Some(&c.execution_id),
             SystemClock.now(),
             false,
-            log.as_ref(),
         )?
         .deleted
         .len()

@@ -482,6 +482,14 @@ impl CheckpointStore for FileStore {
         Ok(self.damaged.clone())
     }
 
+    fn record_pruned(&self, stones: &[crate::prune::Tombstone]) -> Result<()> {
+        crate::prune::PrunedLog::of_dir(self.root()).record(stones)
+    }
+
+    fn pruned(&self) -> Result<std::collections::HashMap<CheckpointId, crate::prune::Tombstone>> {
+        crate::prune::PrunedLog::of_dir(self.root()).load()
+    }
+
     fn list(&self, filter: &ListFilter) -> Result<Vec<CheckpointSummary>> {
         let mut index = self.index();
         index.refresh()?;

@@ -232,6 +232,19 @@ pub trait CheckpointStore: Send + Sync {
     fn damaged(&self) -> Result<Vec<DamagedCheckpoint>> {
         Ok(Vec::new())
     }
+
+    /// Records tombstones of checkpoints about to be pruned (see [`crate::prune`]), so that
+    /// lineage can bridge the gap. The default keeps none: lineage then shows a missing parent
+    /// without the count.
+    fn record_pruned(&self, stones: &[crate::prune::Tombstone]) -> Result<()> {
+        let _ = stones;
+        Ok(())
+    }
+
+    /// The tombstones recorded by [`CheckpointStore::record_pruned`], by id.
+    fn pruned(&self) -> Result<std::collections::HashMap<CheckpointId, crate::prune::Tombstone>> {
+        Ok(std::collections::HashMap::new())
+    }
 }
 
 /// Implements [`CheckpointStore`] for a pointer type by delegating to what it points to.
@@ -264,6 +277,14 @@ macro_rules! delegate_store {
             }
             fn damaged(&self) -> Result<Vec<DamagedCheckpoint>> {
                 (**self).damaged()
+            }
+            fn record_pruned(&self, stones: &[crate::prune::Tombstone]) -> Result<()> {
+                (**self).record_pruned(stones)
+            }
+            fn pruned(
+                &self,
+            ) -> Result<std::collections::HashMap<CheckpointId, crate::prune::Tombstone>> {
+                (**self).pruned()
             }
         }
     )*};
