@@ -55,6 +55,13 @@ pub enum Error {
         /// What it is.
         kind: &'static str,
     },
+    /// Something caf keeps its own data in (`DIR/.caf/`, its staging directory, index, lock or
+    /// database) is a symbolic link: caf refuses to read or write through it.
+    #[error("{}: is a symbolic link; caf keeps its own data in the store's directory and does not follow links there (remove the link)", path.display())]
+    LinkedInternal {
+        /// The link.
+        path: PathBuf,
+    },
     /// A state mutation referred to something that is not there.
     #[error(transparent)]
     State(#[from] StateError),

@@ -237,6 +237,10 @@ impl Location {
             return Err(OpenError::NoDatabaseFile { path });
         }
         if self.db.is_none() {
+            let path = self.default_db_path();
+            if std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink()) {
+                return Err(OpenError::Files(caf_core::Error::LinkedInternal { path }));
+            }
             if let Some(p) = self.default_db_path().parent() {
                 std::fs::create_dir_all(p).map_err(|error| OpenError::Io {
                     path: p.to_path_buf(),

@@ -348,6 +348,7 @@ pub fn verify(dir: &Path, db: Option<&SqlStore>) -> Result<VerifyReport> {
             dir: dir.to_path_buf(),
         });
     }
+    caf_core::store::refuse_linked_internals(&dir.join(".caf"))?;
     let limits = Limits::default();
     let paths = checkpoint_files(dir)?;
     let mut good: BTreeMap<CheckpointId, GoodFile> = BTreeMap::new();

@@ -126,6 +126,26 @@ fn same_file(_a: &std::fs::Metadata, b: &std::fs::Metadata) -> bool {
     b.is_file()
 }
 
+/// The entries of `DIR/.caf/` that caf writes: none may be a symbolic link, which could point
+/// anywhere (another store, a system file).
+pub const INTERNALS: [&str; 6] = ["", "tmp", "index.jsonl", "lock", "pruned.jsonl", "caf.db"];
+
+/// Refuses a store whose `.caf/` (`meta_dir`) or one of its entries is a symbolic link
+/// ([`Error::LinkedInternal`]).
+pub fn refuse_linked_internals(meta_dir: &Path) -> Result<()> {
+    for name in INTERNALS {
+        let path = if name.is_empty() {
+            meta_dir.to_path_buf()
+        } else {
+            meta_dir.join(name)
+        };
+        if std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink()) {
+            return Err(Error::LinkedInternal { path });
+        }
+    }
+    Ok(())
+}
+
 impl FileStore {
     /// Opens (creating if needed) the store in `root` with default options.
     pub fn open(root: impl Into<PathBuf>) -> Result<Self> {
@@ -139,6 +159,7 @@ impl FileStore {
             std::fs::create_dir_all(&root).map_err(|e| Error::io(&root, e))?;
         }
         let meta_dir = root.join(".caf");
+        refuse_linked_internals(&meta_dir)?;
         let mut index = if options.no_create && !meta_dir.is_dir() {
             Index::in_memory(&meta_dir)
         } else {

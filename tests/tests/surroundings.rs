@@ -1,0 +1,72 @@
+//! Hostile surroundings: what caf keeps in `DIR/.caf/` is never a symbolic link it would read
+//! or write through (a link could point at another store or a system file).
+
+#![allow(clippy::unwrap_used)]
+#![cfg(unix)]
+
+use caf_core::{Error, FileStore};
+use caf_tests::cli::{files, Sandbox};
+use std::os::unix::fs::symlink;
+
+/// A store made by `caf demo --steps 2`, and a directory outside it with one file.
+fn setup() -> (Sandbox, std::path::PathBuf) {
+    let sb = Sandbox::new();
+    sb.caf(&["demo", "--steps", "2"]).ok();
+    let outside = sb.path().join("outside");
+    std::fs::create_dir(&outside).unwrap();
+    std::fs::write(outside.join("precious.txt"), b"do not touch").unwrap();
+    (sb, outside)
+}
+
+#[test]
+fn a_linked_caf_directory_is_refused_and_nothing_is_written_through_it() {
+    let (sb, outside) = setup();
+    let meta = sb.store().join(".caf");
+    std::fs::rename(&meta, sb.path().join("moved-caf")).unwrap();
+    symlink(&outside, &meta).unwrap();
+    let before = files(&outside);
+    match FileStore::open(sb.store()) {
+        Err(Error::LinkedInternal { path }) => assert_eq!(path, meta),
+        other => panic!("expected LinkedInternal, got {other:?}"),
+    }
+    for args in [&["list"][..], &["verify"], &["log"]] {
+        let out = sb.caf(args).fails(1);
+        assert_eq!(out.errors().len(), 1, "{}", out.describe());
+        assert!(out.err().contains("symbolic link"), "{}", out.describe());
+    }
+    let file = sb.path().join("parts.json");
+    std::fs::write(&file, br#"{"agent_id": "a"}"#).unwrap();
+    sb.caf(&["save", "-e", "e", "-f", caf_tests::cli::s(&file)])
+        .fails(1);
+    assert_eq!(
+        files(&outside),
+        before,
+        "nothing was written through the link"
+    );
+}
+
+#[test]
+fn linked_entries_inside_caf_are_refused() {
+    for name in ["tmp", "index.jsonl", "caf.db"] {
+        let (sb, outside) = setup();
+        let entry = sb.store().join(".caf").join(name);
+        let target = outside.join(name);
+        if entry.is_dir() {
+            std::fs::remove_dir_all(&entry).unwrap();
+            std::fs::create_dir(&target).unwrap();
+        } else {
+            std::fs::copy(&entry, &target).unwrap();
+            std::fs::remove_file(&entry).unwrap();
+        }
+        symlink(&target, &entry).unwrap();
+        let before = files(&outside);
+        let out = sb.caf(&["demo", "--steps", "2"]).fails(1);
+        assert!(
+            out.err().contains("symbolic link"),
+            "{name}: {}",
+            out.describe()
+        );
+        assert!(out.err().contains(name), "{name}: {}", out.describe());
+        assert_eq!(files(&outside), before, "{name}: written through the link");
+    }
+}
