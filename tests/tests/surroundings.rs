@@ -70,3 +70,53 @@ fn linked_entries_inside_caf_are_refused() {
         assert_eq!(files(&outside), before, "{name}: written through the link");
     }
 }
+
+/// `caf ARGS` in the sandbox's store with stdout going to `stdout`; (exit code, stderr).
+fn caf_into(sb: &Sandbox, args: &[&str], stdout: std::process::Stdio) -> (i32, String) {
+    let out = std::process::Command::new(caf_tests::cli::caf_bin())
+        .arg("--dir")
+        .arg(sb.store())
+        .args(args)
+        .stdout(stdout)
+        .stderr(std::process::Stdio::piped())
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn a_full_output_fails_cleanly_and_a_closed_pipe_is_not_an_error() {
+    let (sb, _) = setup();
+    let id = sb.list(&[])[0]["id"].as_str().unwrap().to_string();
+    if std::path::Path::new("/dev/full").exists() {
+        for args in [&["export", id.as_str()][..], &["--json", "list"], &["list"]] {
+            let full = std::fs::OpenOptions::new()
+                .write(true)
+                .open("/dev/full")
+                .unwrap();
+            let (code, err) = caf_into(&sb, args, full.into());
+            assert_eq!(code, 1, "{args:?}: {err}");
+            let errors: Vec<&str> = err.lines().filter(|l| l.starts_with("error:")).collect();
+            assert_eq!(errors.len(), 1, "{args:?}: {err}");
+            assert!(errors[0].contains("No space left on device"), "{err}");
+            assert!(!err.contains("panicked"), "{err}");
+        }
+    }
+    // A reader that stops early (`caf list --json | head -c 1`): not an error, no panic.
+    let mut child = std::process::Command::new(caf_tests::cli::caf_bin())
+        .arg("--dir")
+        .arg(sb.store())
+        .args(["--json", "list"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(out.status.code(), Some(0), "{err}");
+}

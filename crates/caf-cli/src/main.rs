@@ -70,7 +70,13 @@ pub type CmdResult = Result<(), Failure>;
 
 fn main() -> ExitCode {
     let cli = cli::parse();
-    match commands::run(cli) {
+    let result = commands::run(cli).and_then(|()| match output::stdout_failure() {
+        Some(e) => Err(Failure::msg(format!(
+            "stdout: {e}; the output was not written"
+        ))),
+        None => Ok(()),
+    });
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(Failure::Failed(lines)) => {
             for l in lines {

@@ -22,8 +22,27 @@ pub const CYAN: Style = AnsiColor::Cyan.on_default();
 macro_rules! say {
     ($($arg:tt)*) => {{
         use std::io::Write as _;
-        let _ = writeln!(std::io::stdout(), $($arg)*);
+        $crate::output::note_stdout(writeln!(std::io::stdout(), $($arg)*));
     }};
+}
+
+/// The first error writing to stdout (other than a closed pipe, which only means the reader
+/// has seen enough): the command then fails, since its output was lost.
+static STDOUT_FAILED: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// Notes the outcome of a write to stdout.
+pub fn note_stdout(r: std::io::Result<()>) {
+    if let Err(e) = r {
+        if e.kind() != std::io::ErrorKind::BrokenPipe {
+            let _ = STDOUT_FAILED.set(e.to_string());
+        }
+    }
+}
+
+/// Flushes stdout; the first write error of the command, if any.
+pub fn stdout_failure() -> Option<String> {
+    note_stdout(std::io::stdout().flush());
+    STDOUT_FAILED.get().cloned()
 }
 
 /// One line: a message from a library (a database driver, say) may hold line breaks.
@@ -47,9 +66,12 @@ pub fn warn_line(msg: &str) {
 /// Prints a value as pretty JSON on stdout.
 pub fn print_json(v: &impl serde::Serialize) {
     let mut out = std::io::stdout().lock();
-    // Serialising our own plain types cannot fail; a closed stdout is not worth a panic.
-    let _ = serde_json::to_writer_pretty(&mut out, v);
-    let _ = writeln!(out);
+    // Serialising our own plain types cannot fail; a write error is noted (see `note_stdout`).
+    note_stdout(
+        serde_json::to_writer_pretty(&mut out, v)
+            .map_err(std::io::Error::from)
+            .and_then(|()| writeln!(out)),
+    );
 }
 
 /// `1 checkpoint`, `2 checkpoints`: a count and its noun (regular plurals only).

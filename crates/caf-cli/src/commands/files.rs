@@ -155,7 +155,7 @@ pub fn export(t: &Target, json: bool, a: &ExportArgs) -> CmdResult {
         None => {
             let c = store.load(&id)?;
             let bytes = encode(&c).map_err(|e| Failure::msg(format!("{id}: {e}")))?;
-            let _ = std::io::stdout().lock().write_all(&bytes);
+            output::note_stdout(std::io::stdout().lock().write_all(&bytes));
         }
     }
     Ok(())
