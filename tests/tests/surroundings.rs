@@ -120,3 +120,53 @@ fn a_full_output_fails_cleanly_and_a_closed_pipe_is_not_an_error() {
     assert!(!err.contains("panicked"), "{err}");
     assert_eq!(out.status.code(), Some(0), "{err}");
 }
+
+/// `caf sql` on PostgreSQL refuses writes through the connection itself, and cannot act
+/// outside the database even when the configured user is a superuser (it takes the role
+/// `pg_read_all_data`). Runs with `CAF_TEST_POSTGRES_URL`.
+#[test]
+fn caf_sql_on_postgres_cannot_write_or_run_programs() {
+    let Ok(base) = std::env::var("CAF_TEST_POSTGRES_URL") else {
+        use std::io::Write;
+        let _ = writeln!(
+            std::io::stderr(),
+            "SKIPPED caf_sql_on_postgres_cannot_write_or_run_programs: set CAF_TEST_POSTGRES_URL"
+        );
+        return;
+    };
+    let db = caf_sql::ScratchDatabase::create(&base).unwrap();
+    let sb = Sandbox::new();
+    let url = db.url().to_string();
+    let caf = |args: &[&str]| {
+        let mut all = vec!["--db", url.as_str(), "--no-files"];
+        all.extend_from_slice(args);
+        sb.caf_plain(&all, &[])
+    };
+    caf(&["demo", "--steps", "2"]).ok();
+    let marker = sb.path().join("pwned");
+    let copy = format!("COPY (SELECT 1) TO PROGRAM 'touch {}'", marker.display());
+    for statement in [
+        "DELETE FROM checkpoints",
+        "DROP TABLE thoughts",
+        copy.as_str(),
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE pid <> pg_backend_pid()",
+    ] {
+        let out = caf(&["sql", statement]).fails(1);
+        assert_eq!(out.errors().len(), 1, "{statement}: {}", out.describe());
+    }
+    assert!(!marker.exists(), "COPY TO PROGRAM ran a program");
+    // A function that writes runs inside a read-only transaction that is rolled back.
+    caf(&["sql", "SELECT lo_create(0)"]).ok();
+    let n = caf(&[
+        "--json",
+        "sql",
+        "SELECT count(*) AS n FROM pg_largeobject_metadata",
+    ])
+    .ok()
+    .json();
+    assert_eq!(n["rows"][0][0], 0, "{n}");
+    let n = caf(&["--json", "sql", "SELECT count(*) AS n FROM checkpoints"])
+        .ok()
+        .json();
+    assert_eq!(n["rows"][0][0], 3, "{n}");
+}

@@ -273,6 +273,7 @@ pub(crate) fn open_read_only(target: &Target, options: &SqlOptions) -> Result<An
                     backend,
                     "configuring the read-only connection",
                 ))?;
+            drop_privileges(&mut c, backend)?;
             Ok(AnyConnection::Pg(c))
         }
         #[allow(unreachable_patterns)]
@@ -571,4 +572,39 @@ mod redact_tests {
         assert_eq!(redact("postgres://u@h/db"), "postgres://u@h/db");
         assert_eq!(redact("sqlite:///tmp/x.db"), "sqlite:///tmp/x.db");
     }
+}
+
+/// A read-only transaction does not stop what a privileged role can do outside the database
+/// (`COPY … TO PROGRAM` runs a shell command as a superuser; `pg_terminate_backend` ends other
+/// sessions). So the read-only connection takes the privileges of the predefined role
+/// `pg_read_all_data` (PostgreSQL 14+: it reads every table and can do nothing else); if it
+/// cannot, it must not be a superuser.
+#[cfg(feature = "postgres")]
+fn drop_privileges(c: &mut diesel::PgConnection, backend: Backend) -> Result<()> {
+    use diesel::connection::SimpleConnection;
+    use diesel::RunQueryDsl;
+    if c.batch_execute("SET SESSION ROLE pg_read_all_data").is_ok() {
+        return Ok(());
+    }
+    #[derive(diesel::QueryableByName)]
+    struct Setting {
+        #[diesel(sql_type = diesel::sql_types::Text)]
+        value: String,
+    }
+    let superuser = diesel::sql_query("SELECT current_setting('is_superuser') AS value")
+        .get_result::<Setting>(c)
+        .map_err(SqlError::query(
+            backend,
+            "configuring the read-only connection",
+        ))?;
+    if superuser.value == "on" {
+        return Err(SqlError::Refused {
+            backend,
+            reason: "the database user is a superuser and cannot take the role pg_read_all_data \
+                      (PostgreSQL 14 or later): caf will not run SQL with a superuser's powers; \
+                      connect as a less privileged user"
+                .into(),
+        });
+    }
+    Ok(())
 }

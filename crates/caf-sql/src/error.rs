@@ -57,7 +57,8 @@ pub enum SqlError {
         source: diesel::result::Error,
     },
     /// A statement given to [`crate::SqlStore::read_only_sql`] that reaches other files
-    /// (SQLite `ATTACH`, `DETACH`, `VACUUM INTO`) was refused before it ran.
+    /// (SQLite `ATTACH`, `DETACH`, `VACUUM INTO`) was refused before it ran; or the read-only
+    /// connection could not shed a superuser's privileges (PostgreSQL).
     #[error("{backend}: {reason}")]
     Refused {
         /// The backend.
