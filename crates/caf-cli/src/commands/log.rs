@@ -169,8 +169,13 @@ pub fn run(t: &Target, json: bool, a: &LogArgs) -> CmdResult {
     // Missing parents that were pruned: the tombstones lead to the nearest kept ancestor.
     let tombstones = store.pruned()?;
     let mut gaps: HashMap<CheckpointId, (Option<CheckpointId>, usize)> = HashMap::new();
+    let listed: HashSet<&CheckpointId> = all.iter().map(|s| &s.id).collect();
     for s in &all {
-        if let Some(p) = &s.parent_id {
+        // Only a parent missing from the listing can be a gap.
+        if let Some(p) = s.parent_id.as_ref().filter(|p| !listed.contains(p)) {
+            if tombstones.is_empty() {
+                break;
+            }
             if let Some(gap) = caf_core::prune::ancestry(&**store, &tombstones, p)? {
                 if gap.pruned > 0 {
                     gaps.insert(p.clone(), (gap.nearest_kept, gap.pruned));
