@@ -286,6 +286,8 @@ impl<S: CheckpointStore> CheckpointManager<S> {
             }
         };
 
+        let listed_by_id: HashMap<&CheckpointId, &crate::store::CheckpointSummary> =
+            listed.iter().map(|s| (&s.id, s)).collect();
         let mut skipped = Vec::new();
         let mut tried = HashSet::new();
         let mut last_error = None;
@@ -295,7 +297,12 @@ impl<S: CheckpointStore> CheckpointManager<S> {
             if !tried.insert(id.clone()) {
                 break; // a cycle in hand-edited files
             }
-            let summary = self.store.summary(&id)?;
+            // The execution's own checkpoints are listed already; only a parent outside the
+            // listing (another execution's, say) needs a lookup.
+            let summary = match listed_by_id.get(&id) {
+                Some(s) => Some((*s).clone()),
+                None => self.store.summary(&id)?,
+            };
             if summary
                 .as_ref()
                 .is_some_and(|s| &s.execution_id != execution_id)

@@ -177,9 +177,10 @@ impl Store {
         let in_files = self
             .files()
             .is_some_and(|f| std::fs::symlink_metadata(f.path_of(id)).is_ok());
+        // A row that exists counts, even a corrupt one (so that it can be deleted).
         let in_db = self
             .sql()
-            .is_some_and(|db| !matches!(db.load(id), Err(caf_core::Error::NotFound { .. })));
+            .is_some_and(|db| !matches!(CheckpointStore::summary(db, id), Ok(None)));
         in_files || in_db
     }
 

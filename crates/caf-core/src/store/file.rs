@@ -500,7 +500,16 @@ impl CheckpointStore for FileStore {
     }
 
     fn damaged(&self) -> Result<Vec<DamagedCheckpoint>> {
-        Ok(self.damaged.clone())
+        // Found on open; since then a damaged file may have been deleted or saved again.
+        let mut index = self.index();
+        index.refresh()?;
+        Ok(self
+            .damaged
+            .iter()
+            .filter(|d| !index.entries.contains_key(&d.id))
+            .filter(|d| std::fs::symlink_metadata(self.path_of(&d.id)).is_ok())
+            .cloned()
+            .collect())
     }
 
     fn record_pruned(&self, stones: &[crate::prune::Tombstone]) -> Result<()> {

@@ -123,6 +123,10 @@ impl CheckpointStore for MemoryStore {
             .ok_or_else(|| Error::not_found(id))
     }
 
+    fn summary(&self, id: &CheckpointId) -> Result<Option<CheckpointSummary>> {
+        Ok(self.lock().by_id.get(id).map(|(_, s)| s.clone()))
+    }
+
     fn list(&self, filter: &ListFilter) -> Result<Vec<CheckpointSummary>> {
         let inner = self.lock();
         let items: Vec<CheckpointSummary> = match &filter.execution_id {
