@@ -173,6 +173,8 @@ fn check_plan(ckpt: &Checkpoint) -> Result<(), EncodeError> {
     let bad = |pointer: String, message: String| Err(EncodeError::Invalid { pointer, message });
     let years_ok =
         |t: &crate::Timestamp| (0..=9999).contains(&chrono::Datelike::year(&t.as_datetime()));
+    let ids: std::collections::HashSet<&str> =
+        progress.plan.iter().map(|s| s.id.as_str()).collect();
     for (i, step) in progress.plan.iter().enumerate() {
         let p = |f: &str| format!("/snapshot/progress/plan/{i}/{f}");
         if let Err(e) = crate::id::check_id(&step.id) {
@@ -186,7 +188,7 @@ fn check_plan(ckpt: &Checkpoint) -> Result<(), EncodeError> {
             return bad(p("action"), "action must be 1 to 256 characters".into());
         }
         for (j, d) in step.dependencies.iter().enumerate() {
-            if d == &step.id || !progress.plan.iter().any(|s| &s.id == d) {
+            if d == &step.id || !ids.contains(d.as_str()) {
                 return bad(
                     p(&format!("dependencies/{j}")),
                     format!("dependency {d:?} is not another step of the plan"),
