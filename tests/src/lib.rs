@@ -6,64 +6,12 @@
 pub mod cli;
 
 /// Implements [`CheckpointStore`] for a test wrapper by forwarding every operation to one of
-/// its fields (`delegate_checkpoint_store!(TempFileStore, store)`).
+/// its fields (`delegate_checkpoint_store!(TempFileStore, store)`), through caf-core's
+/// [`caf_core::delegate_checkpoint_store!`].
 #[macro_export]
 macro_rules! delegate_checkpoint_store {
     ($ty:ty, $field:ident) => {
-        impl caf_core::CheckpointStore for $ty {
-            fn save(
-                &self,
-                c: &caf_core::Checkpoint,
-            ) -> caf_core::Result<caf_core::CheckpointSummary> {
-                caf_core::CheckpointStore::save(&self.$field, c)
-            }
-            fn load(&self, id: &caf_core::CheckpointId) -> caf_core::Result<caf_core::Checkpoint> {
-                caf_core::CheckpointStore::load(&self.$field, id)
-            }
-            fn list(
-                &self,
-                f: &caf_core::ListFilter,
-            ) -> caf_core::Result<Vec<caf_core::CheckpointSummary>> {
-                caf_core::CheckpointStore::list(&self.$field, f)
-            }
-            fn delete(&self, id: &caf_core::CheckpointId) -> caf_core::Result<bool> {
-                caf_core::CheckpointStore::delete(&self.$field, id)
-            }
-            fn delete_execution(&self, e: &caf_core::ExecutionId) -> caf_core::Result<usize> {
-                caf_core::CheckpointStore::delete_execution(&self.$field, e)
-            }
-            fn latest(
-                &self,
-                e: &caf_core::ExecutionId,
-            ) -> caf_core::Result<Option<caf_core::Checkpoint>> {
-                caf_core::CheckpointStore::latest(&self.$field, e)
-            }
-            fn load_with_source(
-                &self,
-                id: &caf_core::CheckpointId,
-            ) -> caf_core::Result<(caf_core::Checkpoint, caf_core::LoadSource)> {
-                caf_core::CheckpointStore::load_with_source(&self.$field, id)
-            }
-            fn damaged(&self) -> caf_core::Result<Vec<caf_core::DamagedCheckpoint>> {
-                caf_core::CheckpointStore::damaged(&self.$field)
-            }
-            fn summary(
-                &self,
-                id: &caf_core::CheckpointId,
-            ) -> caf_core::Result<Option<caf_core::CheckpointSummary>> {
-                caf_core::CheckpointStore::summary(&self.$field, id)
-            }
-            fn record_pruned(&self, stones: &[caf_core::prune::Tombstone]) -> caf_core::Result<()> {
-                caf_core::CheckpointStore::record_pruned(&self.$field, stones)
-            }
-            fn pruned(
-                &self,
-            ) -> caf_core::Result<
-                std::collections::HashMap<caf_core::CheckpointId, caf_core::prune::Tombstone>,
-            > {
-                caf_core::CheckpointStore::pruned(&self.$field)
-            }
-        }
+        caf_core::delegate_checkpoint_store!(impl[] $ty, |this| &this.$field);
     };
 }
 pub mod conformance;

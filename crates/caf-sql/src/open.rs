@@ -11,10 +11,7 @@
 //! directory, and [`Access::CreateWithDatabase`] also creates the default database.
 
 use crate::{HybridStore, SqlError, SqlStore};
-use caf_core::{
-    Checkpoint, CheckpointId, CheckpointStore, CheckpointSummary, DamagedCheckpoint, ExecutionId,
-    FileStore, ListFilter, LoadSource,
-};
+use caf_core::{Checkpoint, CheckpointId, CheckpointStore, FileStore};
 use std::path::{Path, PathBuf};
 
 /// Where a store is: its checkpoint directory, and the database to use with it.
@@ -114,43 +111,7 @@ impl std::ops::Deref for Store {
     }
 }
 
-impl CheckpointStore for Store {
-    fn save(&self, c: &Checkpoint) -> caf_core::Result<CheckpointSummary> {
-        (**self).save(c)
-    }
-    fn load(&self, id: &CheckpointId) -> caf_core::Result<Checkpoint> {
-        (**self).load(id)
-    }
-    fn list(&self, f: &ListFilter) -> caf_core::Result<Vec<CheckpointSummary>> {
-        (**self).list(f)
-    }
-    fn delete(&self, id: &CheckpointId) -> caf_core::Result<bool> {
-        (**self).delete(id)
-    }
-    fn delete_execution(&self, e: &ExecutionId) -> caf_core::Result<usize> {
-        (**self).delete_execution(e)
-    }
-    fn latest(&self, e: &ExecutionId) -> caf_core::Result<Option<Checkpoint>> {
-        (**self).latest(e)
-    }
-    fn summary(&self, id: &CheckpointId) -> caf_core::Result<Option<CheckpointSummary>> {
-        (**self).summary(id)
-    }
-    fn load_with_source(&self, id: &CheckpointId) -> caf_core::Result<(Checkpoint, LoadSource)> {
-        (**self).load_with_source(id)
-    }
-    fn damaged(&self) -> caf_core::Result<Vec<DamagedCheckpoint>> {
-        (**self).damaged()
-    }
-    fn record_pruned(&self, stones: &[caf_core::prune::Tombstone]) -> caf_core::Result<()> {
-        (**self).record_pruned(stones)
-    }
-    fn pruned(
-        &self,
-    ) -> caf_core::Result<std::collections::HashMap<CheckpointId, caf_core::prune::Tombstone>> {
-        (**self).pruned()
-    }
-}
+caf_core::delegate_checkpoint_store!(impl[] Store, |this| &**this);
 
 impl Store {
     /// The file store, unless the database is used alone.

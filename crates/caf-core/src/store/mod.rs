@@ -248,50 +248,87 @@ pub trait CheckpointStore: Send + Sync {
     }
 }
 
-/// Implements [`CheckpointStore`] for a pointer type by delegating to what it points to.
-macro_rules! delegate_store {
-    ($($ptr:ty),*) => {$(
-        impl<S: CheckpointStore + ?Sized> CheckpointStore for $ptr {
-            fn save(&self, c: &Checkpoint) -> Result<CheckpointSummary> {
-                (**self).save(c)
+/// Implements [`CheckpointStore`] for a type by forwarding every method to another store, so
+/// that no method falls back to its default by oversight when the trait grows.
+///
+/// `delegate_checkpoint_store!(impl[GENERICS] TYPE, |this| TARGET)`: `TARGET` is an expression
+/// of `this` (the `&self` of each method) giving a `&` store, e.g. `&this.inner` or `&**this`.
+#[macro_export]
+macro_rules! delegate_checkpoint_store {
+    (impl[$($gen:tt)*] $ty:ty, |$this:ident| $target:expr) => {
+        impl<$($gen)*> $crate::CheckpointStore for $ty {
+            fn save(
+                &self,
+                c: &$crate::Checkpoint,
+            ) -> $crate::Result<$crate::CheckpointSummary> {
+                let $this = self;
+                $crate::CheckpointStore::save($target, c)
             }
-            fn load(&self, id: &CheckpointId) -> Result<Checkpoint> {
-                (**self).load(id)
+            fn load(&self, id: &$crate::CheckpointId) -> $crate::Result<$crate::Checkpoint> {
+                let $this = self;
+                $crate::CheckpointStore::load($target, id)
             }
-            fn list(&self, f: &ListFilter) -> Result<Vec<CheckpointSummary>> {
-                (**self).list(f)
+            fn list(
+                &self,
+                f: &$crate::ListFilter,
+            ) -> $crate::Result<::std::vec::Vec<$crate::CheckpointSummary>> {
+                let $this = self;
+                $crate::CheckpointStore::list($target, f)
             }
-            fn delete(&self, id: &CheckpointId) -> Result<bool> {
-                (**self).delete(id)
+            fn delete(&self, id: &$crate::CheckpointId) -> $crate::Result<bool> {
+                let $this = self;
+                $crate::CheckpointStore::delete($target, id)
             }
-            fn delete_execution(&self, e: &ExecutionId) -> Result<usize> {
-                (**self).delete_execution(e)
+            fn delete_execution(&self, e: &$crate::ExecutionId) -> $crate::Result<usize> {
+                let $this = self;
+                $crate::CheckpointStore::delete_execution($target, e)
             }
-            fn latest(&self, e: &ExecutionId) -> Result<Option<Checkpoint>> {
-                (**self).latest(e)
+            fn latest(
+                &self,
+                e: &$crate::ExecutionId,
+            ) -> $crate::Result<::std::option::Option<$crate::Checkpoint>> {
+                let $this = self;
+                $crate::CheckpointStore::latest($target, e)
             }
-            fn summary(&self, id: &CheckpointId) -> Result<Option<CheckpointSummary>> {
-                (**self).summary(id)
+            fn summary(
+                &self,
+                id: &$crate::CheckpointId,
+            ) -> $crate::Result<::std::option::Option<$crate::CheckpointSummary>> {
+                let $this = self;
+                $crate::CheckpointStore::summary($target, id)
             }
-            fn load_with_source(&self, id: &CheckpointId) -> Result<(Checkpoint, LoadSource)> {
-                (**self).load_with_source(id)
+            fn load_with_source(
+                &self,
+                id: &$crate::CheckpointId,
+            ) -> $crate::Result<($crate::Checkpoint, $crate::store::LoadSource)> {
+                let $this = self;
+                $crate::CheckpointStore::load_with_source($target, id)
             }
-            fn damaged(&self) -> Result<Vec<DamagedCheckpoint>> {
-                (**self).damaged()
+            fn damaged(
+                &self,
+            ) -> $crate::Result<::std::vec::Vec<$crate::store::DamagedCheckpoint>> {
+                let $this = self;
+                $crate::CheckpointStore::damaged($target)
             }
-            fn record_pruned(&self, stones: &[crate::prune::Tombstone]) -> Result<()> {
-                (**self).record_pruned(stones)
+            fn record_pruned(&self, stones: &[$crate::prune::Tombstone]) -> $crate::Result<()> {
+                let $this = self;
+                $crate::CheckpointStore::record_pruned($target, stones)
             }
             fn pruned(
                 &self,
-            ) -> Result<std::collections::HashMap<CheckpointId, crate::prune::Tombstone>> {
-                (**self).pruned()
+            ) -> $crate::Result<
+                ::std::collections::HashMap<$crate::CheckpointId, $crate::prune::Tombstone>,
+            > {
+                let $this = self;
+                $crate::CheckpointStore::pruned($target)
             }
         }
-    )*};
+    };
 }
 
-delegate_store!(Box<S>, std::sync::Arc<S>, &S);
+delegate_checkpoint_store!(impl[S: CheckpointStore + ?Sized] Box<S>, |this| &**this);
+delegate_checkpoint_store!(impl[S: CheckpointStore + ?Sized] std::sync::Arc<S>, |this| &**this);
+delegate_checkpoint_store!(impl['a, S: CheckpointStore + ?Sized] &'a S, |this| &**this);
 
 /// The chain of ancestors of a checkpoint, starting with the checkpoint itself and following
 /// `parent_id` until a root or a parent that is not in the store. It walks summaries (the index
