@@ -184,6 +184,7 @@ fn hybrid(dir: &Path, db: &TempSql) -> HybridStore {
         FileStore::open(dir).unwrap(),
         SqlStore::open(&db.url()).unwrap(),
     )
+    .unwrap()
 }
 
 #[test]

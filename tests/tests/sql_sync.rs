@@ -379,17 +379,16 @@ fn reindex_rebuilds_the_database_from_the_files() {
 }
 
 #[test]
-fn hybrid_save_reports_a_database_failure_and_sync_catches_up() {
+fn hybrid_save_refused_by_the_database_saves_nothing_and_a_retry_succeeds() {
     let h = sql_common::TempHybrid::new();
     let run = agent_run(1, 3);
     h.save(&run[0]).unwrap();
+    let db_path = h.path().join("caf.db").display().to_string();
     // Make the database refuse the next checkpoint (a trigger), behind the store's back.
     {
         use diesel::connection::SimpleConnection;
         use diesel::Connection;
-        let mut c =
-            diesel::SqliteConnection::establish(&h.path().join("caf.db").display().to_string())
-                .unwrap();
+        let mut c = diesel::SqliteConnection::establish(&db_path).unwrap();
         c.batch_execute(&format!(
             "CREATE TRIGGER caf_boom BEFORE INSERT ON checkpoints WHEN NEW.id = '{}' \
              BEGIN SELECT RAISE(ABORT, 'injected failure'); END;",
@@ -401,19 +400,27 @@ fn hybrid_save_reports_a_database_failure_and_sync_catches_up() {
     let message = err.to_string();
     assert!(matches!(err, Error::Backend { .. }), "{message}");
     assert!(
-        message.contains("saved to its file") && message.contains("behind the files until synced"),
+        message.contains(&format!("checkpoint {} was not saved", run[1].id))
+            && message.contains("injected failure"),
         "{message}"
     );
-    assert_eq!(h.files().load(&run[1].id).unwrap(), run[1]);
+    // Nothing was saved: no file, no temporary file left, no row.
+    assert!(!h.files().path_of(&run[1].id).exists());
+    assert!(h.files().load(&run[1].id).is_err());
+    assert!(h.sql().load_checkpoint(&run[1].id).is_err());
+    let tmp = h.files().root().join(".caf").join("tmp");
+    assert_eq!(
+        std::fs::read_dir(&tmp).unwrap().count(),
+        0,
+        "temporary files left"
+    );
     {
         use diesel::connection::SimpleConnection;
         use diesel::Connection;
-        let mut c =
-            diesel::SqliteConnection::establish(&h.path().join("caf.db").display().to_string())
-                .unwrap();
+        let mut c = diesel::SqliteConnection::establish(&db_path).unwrap();
         c.batch_execute("DROP TRIGGER caf_boom;").unwrap();
     }
-    let report = h.sql().sync_from(h.files()).unwrap();
-    assert_eq!((report.added, report.unchanged), (1, 1));
+    h.save(&run[1]).unwrap();
+    assert_eq!(h.files().load(&run[1].id).unwrap(), run[1]);
     assert_eq!(h.sql().load_checkpoint(&run[1].id).unwrap(), run[1]);
 }

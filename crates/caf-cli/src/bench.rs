@@ -251,7 +251,7 @@ fn open_store(
             Box::new(HybridStore::new(
                 FileStore::open(dir.join("store"))?,
                 sqlite()?,
-            )),
+            )?),
             None,
         ),
         Mode::Sqlite => (Box::new(NullStore), Some(sqlite()?)),
@@ -680,8 +680,8 @@ fn durability(mode: Mode) -> (bool, String) {
     // The modes open their database as `SqlStore::open` does: with the default options.
     let durability = caf_sql::SqlOptions::default().durability;
     let sqlite = match durability {
-        caf_sql::Durability::Full => "FULL",
-        caf_sql::Durability::Default | caf_sql::Durability::Relaxed => "NORMAL",
+        caf_sql::Durability::Default | caf_sql::Durability::Full => "FULL",
+        caf_sql::Durability::Relaxed => "NORMAL",
     };
     match mode {
         Mode::Files => (
@@ -690,7 +690,11 @@ fn durability(mode: Mode) -> (bool, String) {
         ),
         Mode::FilesSqlite => (
             true,
-            format!("files as in files mode; SQLite index WAL, synchronous={sqlite}"),
+            format!(
+                "one flush per save: the SQLite commit (WAL, synchronous={sqlite}); files renamed \
+                 in place unflushed, synced in the background, rewritten from the database \
+                 after a power loss"
+            ),
         ),
         Mode::Sqlite => (
             sqlite == "FULL",

@@ -52,9 +52,6 @@ pub fn error_lines(e: &caf_core::Error) -> Vec<String> {
             .into_iter()
             .map(|l| format!("{origin}: {l}"))
             .collect(),
-        e @ caf_core::Error::Backend { .. } if e.to_string().contains("behind the files") => {
-            vec![format!("{e} (run `caf sync` to catch up)")]
-        }
         other => vec![other.to_string()],
     }
 }

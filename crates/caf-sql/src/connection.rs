@@ -67,18 +67,17 @@ impl fmt::Display for Backend {
 /// How durable a commit is when it returns.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum Durability {
-    /// Each backend's usual setting. SQLite: `synchronous = NORMAL` in WAL mode — the database
-    /// is never corrupted, but a power loss (not a process crash) may undo the last commits;
-    /// with files as the source of truth (hybrid mode) `caf sync` restores them. PostgreSQL:
-    /// `synchronous_commit = on` — a commit is on disk when it returns.
+    /// Every commit is on disk when it returns (the default): SQLite `synchronous = FULL` in WAL
+    /// mode (one `fdatasync` of the write-ahead log per commit), PostgreSQL
+    /// `synchronous_commit = on`. A hybrid store's save relies on it: the commit is the save's
+    /// one flush (see [`crate::HybridStore`]).
     #[default]
     Default,
-    /// Every commit is on disk when it returns: SQLite `synchronous = FULL` (an fsync per
-    /// commit), PostgreSQL `synchronous_commit = on`.
+    /// The same as [`Durability::Default`], said explicitly.
     Full,
     /// Commits return before they reach the disk: SQLite `synchronous = NORMAL`, PostgreSQL
-    /// `synchronous_commit = off` (a server crash may lose the last fraction of a second of
-    /// commits, never corrupts).
+    /// `synchronous_commit = off`. The database is never corrupted, but a power loss (not a
+    /// process crash) may undo the last commits.
     Relaxed,
 }
 
@@ -307,8 +306,8 @@ fn open_sqlite(path: &Path, options: &SqlOptions) -> Result<AnyConnection> {
         })?;
     // The busy timeout first, so that the pragmas below wait for other processes too.
     let sync = match options.durability {
-        Durability::Full => "FULL",
-        Durability::Default | Durability::Relaxed => "NORMAL",
+        Durability::Default | Durability::Full => "FULL",
+        Durability::Relaxed => "NORMAL",
     };
     c.batch_execute(&format!(
         "PRAGMA busy_timeout = {}; PRAGMA foreign_keys = ON;",

@@ -2,19 +2,31 @@
 
 use crate::connection::Backend;
 use crate::error::SqlError;
+use crate::flusher::{self, Flusher};
+use crate::sync::{Encoded, SyncOutcome};
+use crate::unflushed::{self, Writer};
 use crate::SqlStore;
 use caf_core::format::{encode, Checkpoint};
+use caf_core::store::{read_regular_file, sync_dir, AtomicWriteOptions};
 use caf_core::{
     CheckpointId, CheckpointStore, CheckpointSummary, DamagedCheckpoint, Error, ExecutionId,
     FileStore, ListFilter, LoadSource, Result,
 };
+use std::sync::Arc;
 
 /// Files plus a database, kept in sync on every save.
 ///
-/// - **save** encodes the checkpoint once, writes its file (atomically, durably), then indexes
-///   it in the database with those same bytes. If the file is written but the database fails,
-///   the error says so: the checkpoint is safe on disk and `caf sync`
-///   ([`SqlStore::sync_from`]) brings the database up to date.
+/// - **save** encodes the checkpoint once and writes its file beside its place (a temporary
+///   file), commits it to the database with those same bytes, then renames the file into place.
+///   **The commit is the save's one flush**: the file is not flushed itself. The commit also
+///   records that the file is not yet on disk (the `unflushed_files` table); a background
+///   thread syncs the file system about once a second and forgets those records. A power loss
+///   may then leave the newest files missing or torn, never the database: opening the store in
+///   the next boot checks each recorded file and writes it again from the database, byte for
+///   byte (a checkpoint loaded from the database encodes to exactly its file). Where the boot
+///   cannot be told (not Linux), files are flushed as well, as a [`FileStore`] does.
+///   If the database refuses the save, nothing is saved (no file appears); if the file cannot
+///   be put in place after the commit, the commit of a new checkpoint is undone.
 /// - **load** and **list** read the files (the file store's index: listing opens no
 ///   checkpoint). The files are the truth, and they also show checkpoints saved into the
 ///   directory by someone else that the database has not seen yet; both are fast.
@@ -23,7 +35,8 @@ use caf_core::{
 ///   of the same version ([`SqlStore::intact_copy`]); [`CheckpointStore::load_with_source`]
 ///   says which copy was used ([`LoadSource::Database`], with the file's error), and so do
 ///   [`caf_core::CheckpointManager::restore`] and `restore_latest` ([`caf_core::Restored`]'s
-///   `source`). A missing file is not replaced: the files decide what exists.
+///   `source`). A missing file is not replaced (the files decide what exists), except for the
+///   files of the last saves before a power loss, as above.
 /// - **delete** removes the checkpoint from the database first, then its file: a failure in
 ///   between leaves a file the database lacks, which `caf sync` puts back, rather than a
 ///   database row with no file.
@@ -32,14 +45,91 @@ use caf_core::{
 #[derive(Debug)]
 pub struct HybridStore {
     files: FileStore,
-    sql: SqlStore,
+    sql: Arc<SqlStore>,
+    /// Present when files are written without flushing (the database commit is the flush).
+    unflushed: Option<(Writer, Flusher)>,
+    recovery: Recovery,
+}
+
+/// How a [`HybridStore`] works.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HybridOptions {
+    /// How often, at most, the background flusher syncs the files saved since its last sync
+    /// (default 1 s). Longer means fewer syncs, and more files to check after a power loss.
+    pub flush_every: std::time::Duration,
+}
+
+impl Default for HybridOptions {
+    fn default() -> Self {
+        Self {
+            flush_every: flusher::PERIOD,
+        }
+    }
+}
+
+/// What opening a hybrid store did for the files the last saves before a power loss may have
+/// left missing or torn.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Recovery {
+    /// Files written again from the database.
+    pub rewritten: Vec<CheckpointId>,
+    /// Files that could not be written again, and why (their records stay).
+    pub failed: Vec<(CheckpointId, String)>,
 }
 
 impl HybridStore {
     /// Files and database, as they are (see [`SqlStore::sync_from`] to bring in files the
-    /// database has not seen).
-    pub fn new(files: FileStore, sql: SqlStore) -> Self {
-        Self { files, sql }
+    /// database has not seen). Files the last saves before a power loss left missing or torn are
+    /// written again from the database first ([`HybridStore::recovery`] says which).
+    pub fn new(files: FileStore, sql: SqlStore) -> Result<Self> {
+        Self::with_options(files, sql, HybridOptions::default())
+    }
+
+    /// [`HybridStore::new`] with options.
+    pub fn with_options(files: FileStore, sql: SqlStore, options: HybridOptions) -> Result<Self> {
+        let sql = Arc::new(sql);
+        let meta_dir = files.root().join(".caf");
+        let boot = unflushed::boot_id();
+        // A directory whose store id cannot be made (read-only) keeps flushing its files.
+        let store_id = unflushed::store_id(&meta_dir).ok();
+        let mut files = files;
+        let mut recovery = Recovery::default();
+        if let Some(store_id) = &store_id {
+            recovery = recover(&files, &sql, store_id, boot.as_deref())?;
+            if !recovery.rewritten.is_empty() {
+                // Open again, so that what was found damaged on open is no longer reported.
+                files = FileStore::open_with(files.root(), files.options())?;
+            }
+            if recovery.failed.is_empty() {
+                let earlier = unflushed::earlier_boots(&meta_dir, boot.as_deref());
+                unflushed::clear_marks(&meta_dir, &earlier)?;
+            }
+        }
+        let unflushed = match (store_id, boot) {
+            (Some(store_id), Some(boot_id)) => {
+                unflushed::mark_boot(&meta_dir, &boot_id)?;
+                files.set_write_options(AtomicWriteOptions { durable: false });
+                let writer = Writer {
+                    store_id,
+                    boot_id,
+                    writer: fastrand::i64(1..i64::MAX),
+                };
+                let flusher = Flusher::start(flusher::Target {
+                    root: files.root().to_path_buf(),
+                    sql: Arc::clone(&sql),
+                    writer: writer.writer,
+                    period: options.flush_every,
+                });
+                Some((writer, flusher))
+            }
+            _ => None,
+        };
+        Ok(Self {
+            files,
+            sql,
+            unflushed,
+            recovery,
+        })
     }
 
     /// The file store.
@@ -52,40 +142,171 @@ impl HybridStore {
         &self.sql
     }
 
-    /// Both stores back.
-    pub fn into_parts(self) -> (FileStore, SqlStore) {
-        (self.files, self.sql)
+    /// What opening the store did after a power loss (nothing, usually).
+    pub fn recovery(&self) -> &Recovery {
+        &self.recovery
     }
 
-    fn sql_error(&self, done: String, e: SqlError) -> Error {
-        let backend = match self.sql.backend() {
+    /// Flushes the files saved so far to disk now (the background flusher does it about once a
+    /// second), and reports a background flush that failed since the last call.
+    pub fn flush(&self) -> Result<()> {
+        match &self.unflushed {
+            Some((_, f)) => f.flush_now().map_err(|message| Error::Backend {
+                backend: self.backend_name(),
+                message: format!("flushing saved files: {message}"),
+                source: None,
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// Drops the store as a power cut would leave it: the flusher stops without its last flush,
+    /// so the records of unflushed files stay (for tests of what opening does after a power
+    /// loss).
+    #[cfg(feature = "test-support")]
+    pub fn abandon(mut self) {
+        if let Some((_, f)) = self.unflushed.as_mut() {
+            f.abandon();
+        }
+    }
+
+    /// Both stores back (after a last flush).
+    pub fn into_parts(mut self) -> (FileStore, SqlStore) {
+        if let Some((_, mut f)) = self.unflushed.take() {
+            f.stop();
+        }
+        let sql = match Arc::try_unwrap(self.sql) {
+            Ok(sql) => sql,
+            // The flusher, the only other holder, has stopped.
+            Err(_) => unreachable!("the flusher thread still holds the database"),
+        };
+        let mut files = self.files;
+        files.set_write_options(AtomicWriteOptions::default());
+        (files, sql)
+    }
+
+    fn backend_name(&self) -> &'static str {
+        match self.sql.backend() {
             Backend::Sqlite => "sqlite",
             Backend::Postgres => "postgres",
-        };
+        }
+    }
+
+    /// Deletions stay durable: the file store writes without flushing here, and a deleted file
+    /// that came back after a power loss would be a checkpoint the database lacks.
+    fn sync_deletion(&self, deleted: bool) -> Result<()> {
+        if deleted && self.unflushed.is_some() {
+            sync_dir(self.files.root())?;
+        }
+        Ok(())
+    }
+
+    fn sql_error(&self, id: &CheckpointId, e: SqlError) -> Error {
         Error::Backend {
-            backend,
-            message: format!(
-                "{done}, but the database failed ({e}); it is behind the files until synced"
-            ),
+            backend: self.backend_name(),
+            message: format!("checkpoint {id} was not saved: the database failed ({e})"),
             source: Some(Box::new(e)),
         }
     }
 }
 
-impl CheckpointStore for HybridStore {
-    fn save(&self, checkpoint: &Checkpoint) -> Result<CheckpointSummary> {
-        let bytes = encode(checkpoint).map_err(|error| Error::Encode {
-            id: checkpoint.id.to_string(),
+/// Checks the files recorded as unflushed: those of an earlier boot (a power loss came between)
+/// against their database copy, byte for byte; those of this boot only for being there (a
+/// writer killed between its commit and its rename). Any that differs is written again from
+/// the database, and the file system is synced before the earlier boot's records are
+/// forgotten.
+fn recover(
+    files: &FileStore,
+    sql: &SqlStore,
+    store_id: &str,
+    boot: Option<&str>,
+) -> Result<Recovery> {
+    let rows = sql
+        .with_conn(|c| unflushed::of_store(c, store_id))
+        .map_err(SqlError::query(sql.backend(), "reading unflushed files"))?;
+    let mut out = Recovery::default();
+    let mut earlier_upto = None;
+    for row in rows {
+        let earlier = Some(row.boot_id.as_str()) != boot;
+        if earlier {
+            earlier_upto = Some(row.seq);
+        }
+        let Ok(id) = CheckpointId::new(&row.checkpoint_id) else {
+            continue;
+        };
+        let path = files.path_of(&id);
+        if !earlier && std::fs::symlink_metadata(&path).is_ok() {
+            continue;
+        }
+        let checkpoint = match sql.load_checkpoint(&id) {
+            Ok(c) => c,
+            // Deleted since: nothing to write.
+            Err(SqlError::NotFound { .. }) => continue,
+            Err(e) => return Err(e.into()),
+        };
+        let bytes = encode(&checkpoint).map_err(|error| Error::Encode {
+            id: id.to_string(),
             error,
         })?;
-        let summary = self.files.save_encoded(checkpoint, &bytes)?;
-        self.sql.sync_encoded(checkpoint, &bytes).map_err(|e| {
-            self.sql_error(
-                format!("checkpoint {} is saved to its file", checkpoint.id),
-                e,
-            )
+        let whole = read_regular_file(&path, bytes.len() as u64).is_ok_and(|b| b == bytes);
+        if whole {
+            continue;
+        }
+        match files.save_encoded(&checkpoint, &bytes) {
+            Ok(_) => out.rewritten.push(id),
+            Err(e) => out.failed.push((id, e.to_string())),
+        }
+    }
+    if !out.rewritten.is_empty() || earlier_upto.is_some() {
+        unflushed::sync_file_system(files.root())?;
+    }
+    if let (Some(upto), true) = (earlier_upto, out.failed.is_empty()) {
+        sql.with_conn(|c| unflushed::forget_earlier_boots(c, store_id, boot.unwrap_or(""), upto))
+            .map_err(SqlError::query(sql.backend(), "forgetting checked files"))?;
+    }
+    Ok(out)
+}
+
+impl CheckpointStore for HybridStore {
+    fn save(&self, checkpoint: &Checkpoint) -> Result<CheckpointSummary> {
+        let id = &checkpoint.id;
+        let bytes = encode(checkpoint).map_err(|error| Error::Encode {
+            id: id.to_string(),
+            error,
         })?;
-        Ok(summary)
+        let enc = Encoded::from_bytes(&bytes).ok_or_else(|| Error::Encode {
+            id: id.to_string(),
+            error: caf_core::format::EncodeError::Invalid {
+                pointer: String::new(),
+                message: "no integrity line".into(),
+            },
+        })?;
+        let staged = self.files.stage_encoded(checkpoint, &bytes)?;
+        let (outcome, seq) = self
+            .sql
+            .store_encoded_then(checkpoint, &enc, |conn| match &self.unflushed {
+                Some((w, _)) => unflushed::record(conn, w, id.as_str())
+                    .map(Some)
+                    .map_err(SqlError::query(conn.backend(), "recording its file")),
+                None => Ok(None),
+            })
+            .map_err(|e| self.sql_error(id, e))?;
+        match self.files.publish(staged) {
+            Ok(summary) => {
+                if let (Some((_, f)), Some(seq)) = (&self.unflushed, seq) {
+                    f.written(seq);
+                }
+                Ok(summary)
+            }
+            Err(e) => {
+                // Undo the commit of a new checkpoint, so that the database does not hold one
+                // the files lack (a replaced one keeps its new version: `caf verify` reports it).
+                if outcome == SyncOutcome::Added {
+                    let _ = self.sql.delete_checkpoint(id);
+                }
+                Err(e)
+            }
+        }
     }
 
     fn load(&self, id: &CheckpointId) -> Result<Checkpoint> {
@@ -133,12 +354,15 @@ impl CheckpointStore for HybridStore {
     fn delete(&self, id: &CheckpointId) -> Result<bool> {
         let in_sql = self.sql.delete_checkpoint(id)?;
         let in_files = self.files.delete(id)?;
+        self.sync_deletion(in_files)?;
         Ok(in_sql || in_files)
     }
 
     fn delete_execution(&self, execution_id: &ExecutionId) -> Result<usize> {
         self.sql.delete_execution_checkpoints(execution_id)?;
-        self.files.delete_execution(execution_id)
+        let removed = self.files.delete_execution(execution_id)?;
+        self.sync_deletion(removed > 0)?;
+        Ok(removed)
     }
 
     fn summary(&self, id: &CheckpointId) -> Result<Option<CheckpointSummary>> {

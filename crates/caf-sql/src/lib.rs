@@ -92,8 +92,8 @@
 //! checkpoint again changes nothing (its checksum is compared first); another checkpoint under
 //! an existing id replaces it. SQLite runs in WAL mode with a busy timeout and foreign keys on,
 //! and writers take the lock up front (`BEGIN IMMEDIATE`), so concurrent processes wait for each
-//! other instead of failing with "database is locked"; `synchronous = NORMAL` (see
-//! [`Durability`]). On PostgreSQL the writers of one execution take turns on a
+//! other instead of failing with "database is locked"; `synchronous = FULL`, so that a commit
+//! is on disk when it returns (see [`Durability`]). On PostgreSQL the writers of one execution take turns on a
 //! transaction-scoped advisory lock, and a save that loses a race is retried. The crate's own
 //! statements stay prepared (diesel's statement cache), so a save is about a dozen round trips.
 
@@ -107,6 +107,7 @@ mod entries;
 mod error;
 mod executions;
 mod files;
+mod flusher;
 mod gc;
 mod hybrid;
 mod item_rows;
@@ -126,6 +127,7 @@ mod statements;
 mod stmt;
 mod store;
 mod sync;
+mod unflushed;
 pub mod verify;
 
 pub use analytics::{Averages, ExecutionStats, Stats, Totals};
@@ -133,7 +135,7 @@ pub use connection::{redact, sqlite_path, Backend, Durability, SqlOptions};
 pub use copies::{DatabaseCopy, Disagreement};
 pub use error::{Result, SqlError};
 pub use files::{FileProblem, ReindexReport, SyncReport};
-pub use hybrid::HybridStore;
+pub use hybrid::{HybridOptions, HybridStore, Recovery};
 #[cfg(feature = "test-support")]
 pub use measure::TableCounts;
 pub use open::{Access, Location, OpenError, Store};

@@ -26,6 +26,8 @@ pub struct TableCounts {
     pub steps: u64,
     /// `entries` (revisions).
     pub entries: u64,
+    /// `unflushed_files`: files a hybrid store wrote that may not be on disk yet.
+    pub unflushed_files: u64,
 }
 
 #[derive(QueryableByName)]
@@ -55,6 +57,7 @@ impl SqlStore {
             tool_calls: count("tool_calls")?,
             steps: count("steps")?,
             entries: count("entries")?,
+            unflushed_files: count("unflushed_files")?,
         })
     }
 

@@ -238,6 +238,9 @@ impl Location {
         };
         let files = FileStore::open_with(&self.dir, options)?;
         let url = match access {
+            // Reading uses the files alone, unless a power loss may have left some of them
+            // missing or torn: the database then writes them again (see `HybridStore`).
+            Access::Read if self.unflushed_from_earlier_boot() => self.db_url(false),
             Access::Read => None,
             Access::Update | Access::Create => self.db_url(false),
             Access::CreateWithDatabase => self.db_url(true),
@@ -245,10 +248,20 @@ impl Location {
         match url {
             Some(_) => {
                 let sql = self.database(access == Access::CreateWithDatabase)?;
-                Ok(Store::Hybrid(Box::new(HybridStore::new(files, sql))))
+                let hybrid = HybridStore::new(files, sql)?;
+                if access == Access::Read {
+                    return Ok(Store::Files(hybrid.into_parts().0));
+                }
+                Ok(Store::Hybrid(Box::new(hybrid)))
             }
             None => Ok(Store::Files(files)),
         }
+    }
+
+    /// Whether an earlier boot left files saved in the directory that were not yet flushed.
+    fn unflushed_from_earlier_boot(&self) -> bool {
+        let boot = crate::unflushed::boot_id();
+        !crate::unflushed::earlier_boots(&self.dir.join(".caf"), boot.as_deref()).is_empty()
     }
 
     /// The directory.

@@ -153,18 +153,31 @@ impl SqlStore {
         checkpoint: &Checkpoint,
         enc: &Encoded,
     ) -> Result<SyncOutcome> {
+        self.store_encoded_then(checkpoint, enc, |_| Ok(()))
+            .map(|(outcome, ())| outcome)
+    }
+
+    /// Like [`store_encoded`](Self::store_encoded), running `then` in the same transaction
+    /// after the checkpoint is stored (it commits, or is rolled back, with the checkpoint).
+    pub(crate) fn store_encoded_then<T>(
+        &self,
+        checkpoint: &Checkpoint,
+        enc: &Encoded,
+        then: impl Fn(&mut AnyConnection) -> Result<T>,
+    ) -> Result<(SyncOutcome, T)> {
         let mut attempt = 0;
         loop {
             let mut inner = self.lock();
             let Inner { conn, cache } = &mut *inner;
             match conn.in_tx(TxMode::Write, |conn| {
-                save_in_tx(conn, cache, checkpoint, enc)
+                let saved = save_in_tx(conn, cache, checkpoint, enc)?;
+                Ok((saved, then(conn)?))
             }) {
-                Ok(saved) => {
+                Ok((saved, value)) => {
                     if let Some(tip) = saved.tip {
                         cache.put(tip);
                     }
-                    return Ok(saved.outcome);
+                    return Ok((saved.outcome, value));
                 }
                 Err(e) if e.is_retryable() && attempt < RETRIES => {
                     attempt += 1;
@@ -176,6 +189,12 @@ impl SqlStore {
                 Err(e) => return Err(e),
             }
         }
+    }
+
+    /// Runs `f` on the store's connection, outside any transaction of its own (each statement
+    /// commits by itself).
+    pub(crate) fn with_conn<T>(&self, f: impl FnOnce(&mut AnyConnection) -> T) -> T {
+        f(&mut self.lock().conn)
     }
 
     /// Loads a checkpoint ([`SqlError::NotFound`] if there is none with this id). It equals

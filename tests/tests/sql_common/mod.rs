@@ -172,7 +172,7 @@ impl TempHybrid {
         let files = FileStore::open(dir.path().join("checkpoints")).unwrap();
         let sql = SqlStore::open(&dir.path().join("caf.db").display().to_string()).unwrap();
         Self {
-            store: HybridStore::new(files, sql),
+            store: HybridStore::new(files, sql).unwrap(),
             dir,
         }
     }

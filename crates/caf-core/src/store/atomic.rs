@@ -9,7 +9,7 @@
 use crate::error::{Error, Result};
 use std::fs::{File, Metadata};
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// How [`write_atomic`] writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,6 +34,19 @@ pub fn write_atomic(
     bytes: &[u8],
     options: AtomicWriteOptions,
 ) -> Result<Metadata> {
+    stage(target, temp_dir, bytes, options)?.publish()
+}
+
+/// Writes `bytes` to a temporary file for `target` (flushed to disk if `options.durable`),
+/// without putting it in place yet: [`Staged::publish`] does that. A store that must record the
+/// write elsewhere first (a database commit) stages, commits, then publishes; dropping the
+/// [`Staged`] instead removes the temporary file, and `target` never changes.
+pub fn stage(
+    target: &Path,
+    temp_dir: Option<&Path>,
+    bytes: &[u8],
+    options: AtomicWriteOptions,
+) -> Result<Staged> {
     let dir = target
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
@@ -56,16 +69,42 @@ pub fn write_atomic(
             .sync_data()
             .map_err(|e| Error::io(tmp.path(), e))?;
     }
-    let meta = tmp
-        .as_file()
-        .metadata()
-        .map_err(|e| Error::io(tmp.path(), e))?;
-    tmp.persist(target)
-        .map_err(|e| Error::io(target, e.error))?;
-    if options.durable {
-        sync_dir(dir)?;
+    Ok(Staged {
+        tmp,
+        target: target.to_path_buf(),
+        dir: dir.to_path_buf(),
+        options,
+    })
+}
+
+/// A whole file written next to its target, not yet in place (see [`stage`]). Dropped without
+/// [`publish`](Staged::publish), its temporary file is removed.
+#[derive(Debug)]
+pub struct Staged {
+    tmp: tempfile::NamedTempFile,
+    target: PathBuf,
+    dir: PathBuf,
+    options: AtomicWriteOptions,
+}
+
+impl Staged {
+    /// Renames the file over its target (atomic: a reader sees the old file or the new one) and,
+    /// when durable, flushes the directory so that the rename survives a power loss. Returns
+    /// the metadata of the file.
+    pub fn publish(self) -> Result<Metadata> {
+        let meta = self
+            .tmp
+            .as_file()
+            .metadata()
+            .map_err(|e| Error::io(self.tmp.path(), e))?;
+        self.tmp
+            .persist(&self.target)
+            .map_err(|e| Error::io(&self.target, e.error))?;
+        if self.options.durable {
+            sync_dir(&self.dir)?;
+        }
+        Ok(meta)
     }
-    Ok(meta)
 }
 
 /// Flushes a directory's entries to disk.

@@ -1,6 +1,6 @@
 //! [`FileStore`]: one JSON file per checkpoint, `DIR/{id}.json`.
 
-use super::atomic::{sync_dir, write_atomic, AtomicWriteOptions};
+use super::atomic::{stage, sync_dir, AtomicWriteOptions, Staged};
 use super::index::{mtime_ns, Entry, Index};
 use super::{CheckpointStore, CheckpointSummary, DamagedCheckpoint, ListFilter};
 use crate::clock::Timestamp;
@@ -128,7 +128,16 @@ fn same_file(_a: &std::fs::Metadata, b: &std::fs::Metadata) -> bool {
 
 /// The entries of `DIR/.caf/` that caf writes: none may be a symbolic link, which could point
 /// anywhere (another store, a system file).
-pub const INTERNALS: [&str; 6] = ["", "tmp", "index.jsonl", "lock", "pruned.jsonl", "caf.db"];
+pub const INTERNALS: [&str; 8] = [
+    "",
+    "tmp",
+    "index.jsonl",
+    "lock",
+    "pruned.jsonl",
+    "caf.db",
+    "store-id",
+    "unflushed",
+];
 
 /// Refuses a store whose `.caf/` (`meta_dir`) or one of its entries is a symbolic link
 /// ([`Error::LinkedInternal`]).
@@ -241,16 +250,51 @@ impl FileStore {
     /// [`encode`]`(checkpoint)`. For callers that need the encoding anyway (import, or a hybrid
     /// store that also indexes the checkpoint in a database), so that it is computed once.
     pub fn save_encoded(&self, checkpoint: &Checkpoint, bytes: &[u8]) -> Result<CheckpointSummary> {
-        let path = self.path_of(&checkpoint.id);
-        let meta = write_atomic(&path, self.temp_dir.as_deref(), bytes, self.options.write)?;
-        let summary = CheckpointSummary::of(checkpoint, bytes.len() as u64);
-        self.index().put(Entry {
-            summary: summary.clone(),
-            mtime_ns: mtime_ns(&meta),
-            integrity: stated_integrity(bytes),
-        })?;
-        Ok(summary)
+        self.publish(self.stage_encoded(checkpoint, bytes)?)
     }
+
+    /// Writes the file of `checkpoint` (encoded as `bytes`) beside its place without putting it
+    /// there: [`FileStore::publish`] does, after the caller recorded the save elsewhere (a
+    /// database commit). Until then no reader sees it; dropped, it leaves nothing behind.
+    pub fn stage_encoded(&self, checkpoint: &Checkpoint, bytes: &[u8]) -> Result<StagedFile> {
+        let path = self.path_of(&checkpoint.id);
+        let staged = stage(&path, self.temp_dir.as_deref(), bytes, self.options.write)?;
+        Ok(StagedFile {
+            staged,
+            summary: CheckpointSummary::of(checkpoint, bytes.len() as u64),
+            integrity: stated_integrity(bytes),
+        })
+    }
+
+    /// Puts a staged file in place (atomically) and indexes it.
+    pub fn publish(&self, file: StagedFile) -> Result<CheckpointSummary> {
+        let meta = file.staged.publish()?;
+        self.index().put(Entry {
+            summary: file.summary.clone(),
+            mtime_ns: mtime_ns(&meta),
+            integrity: file.integrity,
+        })?;
+        Ok(file.summary)
+    }
+
+    /// The options the store was opened with (and its current write options).
+    pub fn options(&self) -> FileStoreOptions {
+        self.options
+    }
+
+    /// Changes how the store writes files: a store whose saves are made durable elsewhere (a
+    /// database commit, see `caf_sql::HybridStore`) writes them without flushing.
+    pub fn set_write_options(&mut self, write: AtomicWriteOptions) {
+        self.options.write = write;
+    }
+}
+
+/// A checkpoint file written but not yet in place (see [`FileStore::stage_encoded`]).
+#[derive(Debug)]
+pub struct StagedFile {
+    staged: Staged,
+    summary: CheckpointSummary,
+    integrity: Option<String>,
 }
 
 /// The integrity checksum an encoded checkpoint states on its `integrity` line, read without

@@ -10,10 +10,10 @@ pub(crate) mod file;
 mod index;
 mod memory;
 
-pub use atomic::{write_atomic, AtomicWriteOptions};
+pub use atomic::{stage, sync_dir, write_atomic, AtomicWriteOptions, Staged};
 pub use file::{
     read_checkpoint_file, read_regular_file, refuse_linked_internals, stated_integrity, FileStore,
-    FileStoreOptions, Problem, INTERNALS,
+    FileStoreOptions, Problem, StagedFile, INTERNALS,
 };
 pub use index::{read_index, Entry as IndexEntry, IndexSnapshot};
 pub use memory::MemoryStore;

@@ -1,0 +1,201 @@
+//! Checkpoint files a hybrid store wrote without flushing them (the `unflushed_files` table),
+//! and what the store does with them after a power loss.
+//!
+//! A hybrid save makes the database commit its one flush: the row of the checkpoint and a row
+//! here (this directory's store id, the boot it happened in, the writer) commit together, then
+//! the file is renamed into place without being flushed. A flusher deletes the rows of files the
+//! file system has since synced. A process crash loses nothing (the kernel still holds the
+//! files); a power loss may leave files missing or torn, but only files with a row here, and the
+//! database holds each of them whole. So on open, the rows of an earlier boot name every file to
+//! check and, where it differs from its database copy, to write again, byte for byte (a
+//! checkpoint loaded from the database encodes to exactly its file).
+//!
+//! Markers (`DIR/.caf/unflushed/BOOT`, flushed once per boot) let a store opened without its
+//! database see that an earlier boot left files to check.
+
+use crate::connection::AnyConnection;
+use crate::stmt::Stmt;
+use caf_core::{Error, Result};
+use diesel::sql_types::{BigInt, Text};
+use diesel::{QueryResult, QueryableByName, RunQueryDsl};
+use std::path::{Path, PathBuf};
+
+/// The directory of boot markers under a store's `.caf/`.
+const MARKERS: &str = "unflushed";
+
+/// Who writes unflushed files: the directory, the boot, and one writer (a store instance).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Writer {
+    /// The directory's store id (`DIR/.caf/store-id`): a database may serve several directories.
+    pub store_id: String,
+    /// This boot of the machine.
+    pub boot_id: String,
+    /// A random id of this store instance, so that it forgets only rows of files it wrote.
+    pub writer: i64,
+}
+
+/// The current boot's id (Linux: `/proc/sys/kernel/random/boot_id`). `None` where it is not
+/// known: a hybrid store then flushes every file it writes.
+pub fn boot_id() -> Option<String> {
+    if !cfg!(target_os = "linux") {
+        return None;
+    }
+    let id = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").ok()?;
+    let id = id.trim();
+    (!id.is_empty() && id.bytes().all(|b| b.is_ascii_hexdigit() || b == b'-'))
+        .then(|| id.to_string())
+}
+
+/// Flushes the file system holding `dir` (every file written so far reaches the disk).
+#[cfg(target_os = "linux")]
+pub(crate) fn sync_file_system(dir: &Path) -> Result<()> {
+    let d = std::fs::File::open(dir).map_err(|e| Error::io(dir, e))?;
+    rustix::fs::syncfs(&d).map_err(|e| Error::io(dir, e.into()))
+}
+
+/// Flushes the file system holding `dir` (never called where [`boot_id`] is unknown).
+#[cfg(not(target_os = "linux"))]
+pub(crate) fn sync_file_system(dir: &Path) -> Result<()> {
+    caf_core::store::sync_dir(dir)
+}
+
+/// The store id of the directory whose internals are in `meta_dir`, created (and flushed) the
+/// first time.
+pub(crate) fn store_id(meta_dir: &Path) -> Result<String> {
+    let path = meta_dir.join("store-id");
+    if let Ok(text) = std::fs::read_to_string(&path) {
+        let id = text.trim();
+        if id.len() == 32 && id.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Ok(id.to_string());
+        }
+    }
+    std::fs::create_dir_all(meta_dir).map_err(|e| Error::io(meta_dir, e))?;
+    let id = format!("{:016x}{:016x}", fastrand::u64(..), fastrand::u64(..));
+    caf_core::store::write_atomic(
+        &path,
+        None,
+        format!("{id}\n").as_bytes(),
+        Default::default(),
+    )?;
+    // Another process may have made one meanwhile: the file decides.
+    let text = std::fs::read_to_string(&path).map_err(|e| Error::io(&path, e))?;
+    Ok(text.trim().to_string())
+}
+
+fn markers(meta_dir: &Path) -> PathBuf {
+    meta_dir.join(MARKERS)
+}
+
+/// Marks that this boot writes unflushed files in the store (idempotent; flushed).
+pub(crate) fn mark_boot(meta_dir: &Path, boot_id: &str) -> Result<()> {
+    let dir = markers(meta_dir);
+    let path = dir.join(boot_id);
+    if path.is_file() {
+        return Ok(());
+    }
+    std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
+    std::fs::File::create(&path).map_err(|e| Error::io(&path, e))?;
+    caf_core::store::sync_dir(&dir)?;
+    caf_core::store::sync_dir(meta_dir)
+}
+
+/// The boots other than `current` that left a marker: their unflushed files must be checked.
+pub fn earlier_boots(meta_dir: &Path, current: Option<&str>) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(markers(meta_dir)) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str().map(str::to_string))
+        .filter(|name| Some(name.as_str()) != current)
+        .collect()
+}
+
+/// Removes the markers of earlier boots once their files are checked.
+pub(crate) fn clear_marks(meta_dir: &Path, boots: &[String]) -> Result<()> {
+    let dir = markers(meta_dir);
+    for boot in boots {
+        let path = dir.join(boot);
+        match std::fs::remove_file(&path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(Error::io(&path, e)),
+        }
+    }
+    Ok(())
+}
+
+#[derive(QueryableByName)]
+struct Seq {
+    #[diesel(sql_type = BigInt)]
+    seq: i64,
+}
+
+/// Records, in the save's transaction, that `checkpoint_id`'s file is about to be written
+/// unflushed; returns the row's sequence number.
+pub(crate) fn record(
+    conn: &mut AnyConnection,
+    w: &Writer,
+    checkpoint_id: &str,
+) -> QueryResult<i64> {
+    let rows: Vec<Seq> = Stmt::new(
+        "INSERT INTO unflushed_files (store_id, boot_id, writer, checkpoint_id) \
+         VALUES (?, ?, ?, ?) RETURNING seq",
+    )
+    .text(w.store_id.as_str())
+    .text(w.boot_id.as_str())
+    .int(w.writer)
+    .text(checkpoint_id)
+    .load(conn)?;
+    rows.into_iter()
+        .next()
+        .map(|r| r.seq)
+        .ok_or(diesel::result::Error::NotFound)
+}
+
+/// Forgets the rows of `writer` up to `upto`: their files were written before the file system
+/// was synced.
+pub(crate) fn forget_flushed(
+    conn: &mut AnyConnection,
+    writer: i64,
+    upto: i64,
+) -> QueryResult<usize> {
+    Stmt::new("DELETE FROM unflushed_files WHERE writer = ? AND seq <= ?")
+        .int(writer)
+        .int(upto)
+        .execute(conn)
+}
+
+/// One row: a file that may not have reached the disk.
+#[derive(Debug, Clone, QueryableByName)]
+pub(crate) struct Unflushed {
+    #[diesel(sql_type = BigInt)]
+    pub seq: i64,
+    #[diesel(sql_type = Text)]
+    pub boot_id: String,
+    #[diesel(sql_type = Text)]
+    pub checkpoint_id: String,
+}
+
+/// Every row of the store, oldest first.
+pub(crate) fn of_store(conn: &mut AnyConnection, store_id: &str) -> QueryResult<Vec<Unflushed>> {
+    Stmt::new(
+        "SELECT seq, boot_id, checkpoint_id FROM unflushed_files WHERE store_id = ? ORDER BY seq",
+    )
+    .text(store_id)
+    .load(conn)
+}
+
+/// Forgets the store's rows of boots other than `current` up to `upto` (checked and synced).
+pub(crate) fn forget_earlier_boots(
+    conn: &mut AnyConnection,
+    store_id: &str,
+    current: &str,
+    upto: i64,
+) -> QueryResult<usize> {
+    Stmt::new("DELETE FROM unflushed_files WHERE store_id = ? AND boot_id <> ? AND seq <= ?")
+        .text(store_id)
+        .text(current)
+        .int(upto)
+        .execute(conn)
+}

@@ -1,0 +1,15 @@
+-- Checkpoint files a hybrid store has written but not yet flushed to disk. A hybrid save
+-- commits its row here with the checkpoint (the commit is the save's one flush), then puts the
+-- file in place without flushing it; a background flusher deletes the rows once the file
+-- system has been synced. After a power loss (a new boot), opening the store checks the files
+-- of the rows left by the old boot and writes any that is missing or torn again from the
+-- database.
+CREATE TABLE unflushed_files (
+    seq BIGSERIAL PRIMARY KEY,
+    store_id TEXT NOT NULL,
+    boot_id TEXT NOT NULL,
+    writer BIGINT NOT NULL,
+    checkpoint_id TEXT NOT NULL
+);
+CREATE INDEX unflushed_files_store ON unflushed_files (store_id, boot_id);
+CREATE INDEX unflushed_files_writer ON unflushed_files (writer, seq);
