@@ -12,6 +12,7 @@ use caf_core::{
     CheckpointId, CheckpointStore, CheckpointSummary, DamagedCheckpoint, Error, ExecutionId,
     FileStore, ListFilter, LoadSource, Result,
 };
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 /// Files plus a database, kept in sync on every save.
@@ -113,6 +114,7 @@ impl HybridStore {
                     store_id,
                     boot_id,
                     writer: fastrand::i64(1..i64::MAX),
+                    recorded: Default::default(),
                 };
                 let flusher = Flusher::start(flusher::Target {
                     root: files.root().to_path_buf(),
@@ -225,12 +227,10 @@ fn recover(
         .with_conn(|c| unflushed::of_store(c, store_id))
         .map_err(SqlError::query(sql.backend(), "reading unflushed files"))?;
     let mut out = Recovery::default();
-    let mut earlier_upto = None;
+    let mut earlier_boot = false;
     for row in rows {
         let earlier = Some(row.boot_id.as_str()) != boot;
-        if earlier {
-            earlier_upto = Some(row.seq);
-        }
+        earlier_boot |= earlier;
         let Ok(id) = CheckpointId::new(&row.checkpoint_id) else {
             continue;
         };
@@ -257,11 +257,11 @@ fn recover(
             Err(e) => out.failed.push((id, e.to_string())),
         }
     }
-    if !out.rewritten.is_empty() || earlier_upto.is_some() {
+    if !out.rewritten.is_empty() || earlier_boot {
         unflushed::sync_file_system(files.root())?;
     }
-    if let (Some(upto), true) = (earlier_upto, out.failed.is_empty()) {
-        sql.with_conn(|c| unflushed::forget_earlier_boots(c, store_id, boot.unwrap_or(""), upto))
+    if earlier_boot && out.failed.is_empty() {
+        sql.with_conn(|c| unflushed::forget_earlier_boots(c, store_id, boot.unwrap_or("")))
             .map_err(SqlError::query(sql.backend(), "forgetting checked files"))?;
     }
     Ok(out)
@@ -270,10 +270,7 @@ fn recover(
 impl CheckpointStore for HybridStore {
     fn save(&self, checkpoint: &Checkpoint) -> Result<CheckpointSummary> {
         let id = &checkpoint.id;
-        let bytes = encode(checkpoint).map_err(|error| Error::Encode {
-            id: id.to_string(),
-            error,
-        })?;
+        let bytes = self.files.encode(checkpoint)?;
         let enc = Encoded::from_bytes(&bytes).ok_or_else(|| Error::Encode {
             id: id.to_string(),
             error: caf_core::format::EncodeError::Invalid {
@@ -285,9 +282,12 @@ impl CheckpointStore for HybridStore {
         let (outcome, seq) = self
             .sql
             .store_encoded_then(checkpoint, &enc, |conn| match &self.unflushed {
-                Some((w, _)) => unflushed::record(conn, w, id.as_str())
-                    .map(Some)
-                    .map_err(SqlError::query(conn.backend(), "recording its file")),
+                Some((w, _)) => {
+                    let n = w.recorded.fetch_add(1, Ordering::Relaxed) + 1;
+                    unflushed::record(conn, w, n, id.as_str())
+                        .map(|_| Some(n))
+                        .map_err(SqlError::query(conn.backend(), "recording its file"))
+                }
                 None => Ok(None),
             })
             .map_err(|e| self.sql_error(id, e))?;

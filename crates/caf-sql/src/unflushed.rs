@@ -16,7 +16,7 @@
 use crate::connection::AnyConnection;
 use crate::stmt::Stmt;
 use caf_core::{Error, Result};
-use diesel::sql_types::{BigInt, Text};
+use diesel::sql_types::Text;
 use diesel::{QueryResult, QueryableByName, RunQueryDsl};
 use std::path::{Path, PathBuf};
 
@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 const MARKERS: &str = "unflushed";
 
 /// Who writes unflushed files: the directory, the boot, and one writer (a store instance).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug)]
 pub(crate) struct Writer {
     /// The directory's store id (`DIR/.caf/store-id`): a database may serve several directories.
     pub store_id: String,
@@ -32,6 +32,8 @@ pub(crate) struct Writer {
     pub boot_id: String,
     /// A random id of this store instance, so that it forgets only rows of files it wrote.
     pub writer: i64,
+    /// How many rows this writer has recorded.
+    pub recorded: std::sync::atomic::AtomicI64,
 }
 
 /// The current boot's id (Linux: `/proc/sys/kernel/random/boot_id`). `None` where it is not
@@ -125,42 +127,34 @@ pub(crate) fn clear_marks(meta_dir: &Path, boots: &[String]) -> Result<()> {
     Ok(())
 }
 
-#[derive(QueryableByName)]
-struct Seq {
-    #[diesel(sql_type = BigInt)]
-    seq: i64,
-}
-
 /// Records, in the save's transaction, that `checkpoint_id`'s file is about to be written
-/// unflushed; returns the row's sequence number.
+/// unflushed, as the writer's `n`-th.
 pub(crate) fn record(
     conn: &mut AnyConnection,
     w: &Writer,
+    n: i64,
     checkpoint_id: &str,
-) -> QueryResult<i64> {
-    let rows: Vec<Seq> = Stmt::new(
-        "INSERT INTO unflushed_files (store_id, boot_id, writer, checkpoint_id) \
-         VALUES (?, ?, ?, ?) RETURNING seq",
+) -> QueryResult<usize> {
+    Stmt::new(
+        "INSERT INTO unflushed_files (writer, n, store_id, boot_id, checkpoint_id) \
+         VALUES (?, ?, ?, ?, ?)",
     )
+    .int(w.writer)
+    .int(n)
     .text(w.store_id.as_str())
     .text(w.boot_id.as_str())
-    .int(w.writer)
     .text(checkpoint_id)
-    .load(conn)?;
-    rows.into_iter()
-        .next()
-        .map(|r| r.seq)
-        .ok_or(diesel::result::Error::NotFound)
+    .execute(conn)
 }
 
-/// Forgets the rows of `writer` up to `upto`: their files were written before the file system
-/// was synced.
+/// Forgets the rows of `writer` up to its `upto`-th: their files were written before the file
+/// system was synced.
 pub(crate) fn forget_flushed(
     conn: &mut AnyConnection,
     writer: i64,
     upto: i64,
 ) -> QueryResult<usize> {
-    Stmt::new("DELETE FROM unflushed_files WHERE writer = ? AND seq <= ?")
+    Stmt::new("DELETE FROM unflushed_files WHERE writer = ? AND n <= ?")
         .int(writer)
         .int(upto)
         .execute(conn)
@@ -169,33 +163,28 @@ pub(crate) fn forget_flushed(
 /// One row: a file that may not have reached the disk.
 #[derive(Debug, Clone, QueryableByName)]
 pub(crate) struct Unflushed {
-    #[diesel(sql_type = BigInt)]
-    pub seq: i64,
     #[diesel(sql_type = Text)]
     pub boot_id: String,
     #[diesel(sql_type = Text)]
     pub checkpoint_id: String,
 }
 
-/// Every row of the store, oldest first.
+/// Every row of the store (a scan: the table stays small).
 pub(crate) fn of_store(conn: &mut AnyConnection, store_id: &str) -> QueryResult<Vec<Unflushed>> {
-    Stmt::new(
-        "SELECT seq, boot_id, checkpoint_id FROM unflushed_files WHERE store_id = ? ORDER BY seq",
-    )
-    .text(store_id)
-    .load(conn)
+    Stmt::new("SELECT boot_id, checkpoint_id FROM unflushed_files WHERE store_id = ?")
+        .text(store_id)
+        .load(conn)
 }
 
-/// Forgets the store's rows of boots other than `current` up to `upto` (checked and synced).
+/// Forgets the store's rows of boots other than `current` (checked and synced; no row of an
+/// earlier boot can be added any more).
 pub(crate) fn forget_earlier_boots(
     conn: &mut AnyConnection,
     store_id: &str,
     current: &str,
-    upto: i64,
 ) -> QueryResult<usize> {
-    Stmt::new("DELETE FROM unflushed_files WHERE store_id = ? AND boot_id <> ? AND seq <= ?")
+    Stmt::new("DELETE FROM unflushed_files WHERE store_id = ? AND boot_id <> ?")
         .text(store_id)
         .text(current)
-        .int(upto)
         .execute(conn)
 }

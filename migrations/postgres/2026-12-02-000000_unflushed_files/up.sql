@@ -3,13 +3,13 @@
 -- file in place without flushing it; a background flusher deletes the rows once the file
 -- system has been synced. After a power loss (a new boot), opening the store checks the files
 -- of the rows left by the old boot and writes any that is missing or torn again from the
--- database.
+-- database. The table stays small (rows live about a second), so it has no other index: one
+-- page per save.
 CREATE TABLE unflushed_files (
-    seq BIGSERIAL PRIMARY KEY,
+    writer BIGINT NOT NULL,
+    n BIGINT NOT NULL,
     store_id TEXT NOT NULL,
     boot_id TEXT NOT NULL,
-    writer BIGINT NOT NULL,
-    checkpoint_id TEXT NOT NULL
+    checkpoint_id TEXT NOT NULL,
+    PRIMARY KEY (writer, n)
 );
-CREATE INDEX unflushed_files_store ON unflushed_files (store_id, boot_id);
-CREATE INDEX unflushed_files_writer ON unflushed_files (writer, seq);

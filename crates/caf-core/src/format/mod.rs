@@ -3,6 +3,7 @@
 
 mod check;
 mod codec;
+mod encoder;
 mod error;
 pub mod integrity;
 pub mod json;
@@ -17,6 +18,7 @@ pub use check::check;
 pub use codec::{
     decode, decode_value, encode, parse, upgrade, version_of, Decoded, Limits, MAX_DEPTH_CAP,
 };
+pub use encoder::Encoder;
 pub use error::{EncodeError, LoadError, Violation};
 pub use integrity::of_value as integrity_of;
 pub(crate) use model::present;

@@ -242,6 +242,7 @@ pub struct ThoughtChain {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub current_thought_id: Option<String>,
     /// The thoughts, oldest first.
+    #[serde(serialize_with = "super::encoder::thoughts")]
     pub thoughts: Vec<Thought>,
 }
 
@@ -304,6 +305,7 @@ pub struct Context {
 #[serde(deny_unknown_fields)]
 pub struct ToolState {
     /// Every call, in the order it was made.
+    #[serde(serialize_with = "super::encoder::tool_calls")]
     pub calls: Vec<ToolCall>,
     /// The id of the last call made.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -5,7 +5,7 @@ use super::index::{mtime_ns, Entry, Index};
 use super::{CheckpointStore, CheckpointSummary, DamagedCheckpoint, ListFilter};
 use crate::clock::Timestamp;
 use crate::error::{Error, Result};
-use crate::format::{decode, encode, Checkpoint, Decoded, Limits, LoadError};
+use crate::format::{decode, Checkpoint, Decoded, Encoder, Limits, LoadError};
 use crate::id::{check_id, CheckpointId, ExecutionId};
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
@@ -48,6 +48,7 @@ pub struct FileStore {
     temp_dir: Option<PathBuf>,
     options: FileStoreOptions,
     index: Mutex<Index>,
+    encoder: Mutex<Encoder>,
     problems: Vec<Problem>,
     damaged: Vec<DamagedCheckpoint>,
 }
@@ -185,6 +186,7 @@ impl FileStore {
             temp_dir: index.temp_dir(),
             options,
             index: Mutex::new(index),
+            encoder: Mutex::new(Encoder::default()),
             problems: found.problems,
             damaged: found.damaged,
         })
@@ -247,7 +249,7 @@ impl FileStore {
     }
 
     /// Saves already encoded bytes of `checkpoint`: `bytes` must be
-    /// [`encode`]`(checkpoint)`. For callers that need the encoding anyway (import, or a hybrid
+    /// [`crate::format::encode`]`(checkpoint)`. For callers that need the encoding anyway (import, or a hybrid
     /// store that also indexes the checkpoint in a database), so that it is computed once.
     pub fn save_encoded(&self, checkpoint: &Checkpoint, bytes: &[u8]) -> Result<CheckpointSummary> {
         self.publish(self.stage_encoded(checkpoint, bytes)?)
@@ -275,6 +277,16 @@ impl FileStore {
             integrity: file.integrity,
         })?;
         Ok(file.summary)
+    }
+
+    /// Encodes `checkpoint` as [`crate::format::encode`] does, splicing in the text of the thoughts and tool
+    /// calls this store wrote before ([`Encoder`]).
+    pub fn encode(&self, checkpoint: &Checkpoint) -> Result<Vec<u8>> {
+        let mut encoder = self.encoder.lock().unwrap_or_else(|p| p.into_inner());
+        encoder.encode(checkpoint).map_err(|error| Error::Encode {
+            id: checkpoint.id.to_string(),
+            error,
+        })
     }
 
     /// The options the store was opened with (and its current write options).
@@ -532,10 +544,7 @@ fn clean_stale_temp_files(tmp: &Path) {
 
 impl CheckpointStore for FileStore {
     fn save(&self, checkpoint: &Checkpoint) -> Result<CheckpointSummary> {
-        let bytes = encode(checkpoint).map_err(|error| Error::Encode {
-            id: checkpoint.id.to_string(),
-            error,
-        })?;
+        let bytes = self.encode(checkpoint)?;
         self.save_encoded(checkpoint, &bytes)
     }
 

@@ -1,0 +1,213 @@
+//! [`Encoder`]: [`super::encode`] with a memory of the items it has written.
+//!
+//! A finished thought or tool call rarely changes, yet each save of a growing checkpoint used to
+//! serialize all of them again (most of its bytes). An encoder keeps, per execution, the
+//! canonical text of each thought and tool call it wrote, beside a copy of the item; the next
+//! encoding of that execution splices in the text of every item still equal to its copy (a
+//! comparison costs far less than escaping and formatting), and serializes only the others.
+//! The bytes are exactly [`super::encode`]'s (tests check it on every workload and golden file).
+//!
+//! The splice happens inside serde: the model's `thoughts` and `calls` fields serialize through
+//! [`thoughts`] and [`tool_calls`], which use the memory of the encoding in progress on this
+//! thread, if any, and serialize normally otherwise.
+
+use super::codec::encode;
+use super::error::EncodeError;
+use super::model::{Checkpoint, Thought, ToolCall};
+use crate::id::ExecutionId;
+use serde::{Serialize, Serializer};
+use serde_json::value::RawValue;
+use std::cell::RefCell;
+use std::collections::{HashMap, VecDeque};
+
+/// The indent of an item of `snapshot.thought_chain.thoughts` or `snapshot.tool_state.calls` in
+/// the canonical text (four levels of two spaces).
+const ITEM_INDENT: &str = "        ";
+
+/// How many executions an encoder remembers by default.
+const EXECUTIONS: usize = 32;
+
+/// The canonical text of items at [`ITEM_INDENT`], with a copy of each item.
+#[derive(Debug, Default)]
+struct Items {
+    thoughts: Vec<(Thought, Box<RawValue>)>,
+    calls: Vec<(ToolCall, Box<RawValue>)>,
+}
+
+thread_local! {
+    /// The memory of the encoding in progress on this thread.
+    static ACTIVE: RefCell<Option<Items>> = const { RefCell::new(None) };
+}
+
+/// Encodes checkpoints as [`super::encode`] does, remembering the text of their thoughts and
+/// tool calls (see the module docs). One per store; not shared between threads at once.
+#[derive(Debug)]
+pub struct Encoder {
+    executions: HashMap<ExecutionId, Items>,
+    /// Least recently encoded first.
+    order: VecDeque<ExecutionId>,
+    capacity: usize,
+}
+
+impl Default for Encoder {
+    fn default() -> Self {
+        Self::with_capacity(EXECUTIONS)
+    }
+}
+
+impl Encoder {
+    /// An encoder that remembers the items of up to `executions` executions.
+    pub fn with_capacity(executions: usize) -> Self {
+        Self {
+            executions: HashMap::new(),
+            order: VecDeque::new(),
+            capacity: executions.max(1),
+        }
+    }
+
+    /// The file bytes of `ckpt`: exactly [`super::encode`]`(ckpt)`.
+    pub fn encode(&mut self, ckpt: &Checkpoint) -> Result<Vec<u8>, EncodeError> {
+        let exec = &ckpt.execution_id;
+        let items = match self.executions.remove(exec) {
+            Some(items) => {
+                self.order.retain(|e| e != exec);
+                items
+            }
+            None => Items::default(),
+        };
+        ACTIVE.with(|a| *a.borrow_mut() = Some(items));
+        let bytes = encode(ckpt);
+        let items = ACTIVE.with(|a| a.borrow_mut().take()).unwrap_or_default();
+        if bytes.is_ok() {
+            if self.order.len() >= self.capacity {
+                if let Some(old) = self.order.pop_front() {
+                    self.executions.remove(&old);
+                }
+            }
+            self.executions.insert(exec.clone(), items);
+            self.order.push_back(exec.clone());
+        }
+        bytes
+    }
+}
+
+/// Brings `memory` in line with `items` (reusing the text of every item equal to its copy),
+/// then writes them.
+fn spliced<T, S>(items: &[T], memory: &mut Vec<(T, Box<RawValue>)>, s: S) -> Result<S::Ok, S::Error>
+where
+    T: Serialize + PartialEq + Clone,
+    S: Serializer,
+{
+    memory.truncate(items.len());
+    for (i, item) in items.iter().enumerate() {
+        if memory.get(i).is_some_and(|(copy, _)| copy == item) {
+            continue;
+        }
+        let text = indented(item).map_err(serde::ser::Error::custom)?;
+        let entry = (item.clone(), text);
+        if i < memory.len() {
+            memory[i] = entry;
+        } else {
+            memory.push(entry);
+        }
+    }
+    s.collect_seq(memory.iter().map(|(_, text)| text))
+}
+
+/// The canonical text of `item` as it appears at [`ITEM_INDENT`].
+fn indented<T: Serialize>(item: &T) -> serde_json::Result<Box<RawValue>> {
+    let mut text = Vec::new();
+    let mut ser = serde_json::Serializer::with_formatter(
+        &mut text,
+        serde_json::ser::PrettyFormatter::with_indent(b"  "),
+    );
+    item.serialize(&mut ser)?;
+    let text = String::from_utf8(text).map_err(serde::ser::Error::custom)?;
+    // JSON strings never hold a raw newline: every newline is layout.
+    RawValue::from_string(text.replace('\n', &format!("\n{ITEM_INDENT}")))
+}
+
+fn with_memory<T, S>(
+    items: &[T],
+    s: S,
+    slot: impl FnOnce(&mut Items) -> &mut Vec<(T, Box<RawValue>)>,
+) -> Result<S::Ok, S::Error>
+where
+    T: Serialize + PartialEq + Clone,
+    S: Serializer,
+{
+    let memory = ACTIVE.with(|a| a.try_borrow_mut().ok().and_then(|mut m| m.take()));
+    match memory {
+        Some(mut memory) => {
+            let out = spliced(items, slot(&mut memory), s);
+            ACTIVE.with(|a| *a.borrow_mut() = Some(memory));
+            out
+        }
+        None => s.collect_seq(items),
+    }
+}
+
+/// Serializes `snapshot.thought_chain.thoughts` (with the memory of an [`Encoder`] at work).
+pub(crate) fn thoughts<S: Serializer>(items: &[Thought], s: S) -> Result<S::Ok, S::Error> {
+    with_memory(items, s, |m| &mut m.thoughts)
+}
+
+/// Serializes `snapshot.tool_state.calls` (with the memory of an [`Encoder`] at work).
+pub(crate) fn tool_calls<S: Serializer>(items: &[ToolCall], s: S) -> Result<S::Ok, S::Error> {
+    with_memory(items, s, |m| &mut m.calls)
+}
+
+#[cfg(all(test, feature = "test-support"))]
+mod tests {
+    use super::*;
+    use crate::clock::SimulatedClock;
+    use crate::workload::agent_run_step;
+    use crate::{CheckpointManager, MemoryStore, RuntimeState};
+    use std::sync::Arc;
+
+    #[test]
+    fn encodes_exactly_as_encode_does_as_items_grow_change_and_vanish() {
+        let m = CheckpointManager::new(Arc::new(MemoryStore::new()));
+        let mut encoder = Encoder::with_capacity(2);
+        for e in 0..3 {
+            let exec = ExecutionId::new(format!("exec_{e}")).unwrap();
+            let clock = Arc::new(SimulatedClock::starting_at(crate::Timestamp::from_micros(
+                1_767_000_000_000_000,
+            )));
+            let mut state = RuntimeState::with_clock("agent", exec, clock);
+            for s in 0..12 {
+                agent_run_step(&mut state, s).unwrap();
+                let options =
+                    crate::CheckpointOptions::new(crate::format::CheckpointReason::StepCompleted);
+                let mut c = m.checkpoint(&mut state, options).unwrap();
+                if s == 6 {
+                    // A finished item changes after all, and another one disappears.
+                    c.snapshot.thought_chain.thoughts[0]
+                        .content
+                        .push_str(" (revised)");
+                    c.snapshot.tool_state.calls.remove(1);
+                }
+                assert_eq!(
+                    encoder.encode(&c).unwrap(),
+                    encode(&c).unwrap(),
+                    "exec {e} step {s}"
+                );
+            }
+        }
+        assert_eq!(
+            encoder.executions.len(),
+            2,
+            "remembers at most its capacity"
+        );
+    }
+
+    #[test]
+    fn outside_an_encoder_items_serialize_as_always() {
+        let mut state = RuntimeState::new("agent");
+        agent_run_step(&mut state, 0).unwrap();
+        let chain = state.snapshot().thought_chain.clone();
+        let direct = serde_json::to_string(&chain.thoughts.iter().collect::<Vec<_>>()).unwrap();
+        let via_field = serde_json::to_value(&chain).unwrap()["thoughts"].to_string();
+        assert_eq!(via_field, direct);
+    }
+}
