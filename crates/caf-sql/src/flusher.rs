@@ -1,10 +1,15 @@
 //! The background flusher of a hybrid store: about once a second, if the store wrote files
 //! since, it syncs their file system and forgets their `unflushed_files` rows (see
-//! [`crate::unflushed`]). Saves never wait for it; dropping the store runs a last flush.
+//! [`crate::unflushed`]). Saves never wait for it; dropping the store runs a last flush. After
+//! each save it also makes a few empty files for the next saves to write into, so that no save
+//! pays for creating one.
+
+/// How many spare files the flusher keeps ready.
+const SPARES: usize = 4;
 
 use crate::unflushed::{forget_flushed, sync_file_system};
 use crate::SqlStore;
-use std::path::PathBuf;
+use caf_core::FileStore;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -17,6 +22,8 @@ struct State {
     /// The newest row of a file this writer has put in place and not yet flushed.
     written: Option<i64>,
     stop: bool,
+    /// A save happened since the spare files were last made.
+    saved: bool,
     /// Why the last flush failed (its rows stay; the files are checked after a power loss).
     failed: Option<String>,
 }
@@ -36,7 +43,8 @@ impl Shared {
 /// What the flusher needs to flush: the directory, the database, and whose rows to forget.
 #[derive(Debug, Clone)]
 pub(crate) struct Target {
-    pub root: PathBuf,
+    /// The files (the flusher also makes spare files for the next saves).
+    pub files: Arc<FileStore>,
     pub sql: Arc<SqlStore>,
     pub writer: i64,
     /// How often, at most, to sync.
@@ -46,7 +54,7 @@ pub(crate) struct Target {
 impl Target {
     /// Syncs the file system, then forgets the rows up to `upto`.
     fn flush(&self, upto: i64) -> Result<(), String> {
-        sync_file_system(&self.root).map_err(|e| e.to_string())?;
+        sync_file_system(self.files.root()).map_err(|e| e.to_string())?;
         self.sql
             .with_conn(|c| forget_flushed(c, self.writer, upto))
             .map(|_| ())
@@ -84,6 +92,7 @@ impl Flusher {
     pub fn written(&self, seq: i64) {
         let mut st = self.shared.lock();
         st.written = Some(st.written.map_or(seq, |w| w.max(seq)));
+        st.saved = true;
         drop(st);
         self.shared.wake.notify_one();
     }
@@ -125,18 +134,23 @@ impl Drop for Flusher {
 }
 
 fn run(shared: &Shared, target: &Target) {
-    let mut last = Some(Instant::now());
+    let mut last = Instant::now();
     loop {
+        // Spare files for the next saves; a failure only means saves create their own.
+        let _ = target.files.make_spares(SPARES);
         let (upto, stop) = {
             let mut st = shared.lock();
             loop {
                 if st.stop {
                     break (st.written.take(), true);
                 }
+                if st.saved {
+                    // A save used a spare file: make another first.
+                    st.saved = false;
+                    break (None, false);
+                }
                 if st.written.is_some() {
-                    let wait = last.map_or(Duration::ZERO, |l| {
-                        target.period.saturating_sub(l.elapsed())
-                    });
+                    let wait = target.period.saturating_sub(last.elapsed());
                     if wait.is_zero() {
                         break (st.written.take(), false);
                     }
@@ -154,7 +168,7 @@ fn run(shared: &Shared, target: &Target) {
             if let Err(e) = target.flush(upto) {
                 shared.lock().failed = Some(e);
             }
-            last = Some(Instant::now());
+            last = Instant::now();
         }
         if stop {
             return;

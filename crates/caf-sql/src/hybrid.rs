@@ -45,7 +45,7 @@ use std::sync::Arc;
 /// Analytics and SQL go to [`HybridStore::sql`].
 #[derive(Debug)]
 pub struct HybridStore {
-    files: FileStore,
+    files: Arc<FileStore>,
     sql: Arc<SqlStore>,
     /// Present when files are written without flushing (the database commit is the flush).
     unflushed: Option<(Writer, Flusher)>,
@@ -94,6 +94,9 @@ impl HybridStore {
         // A directory whose store id cannot be made (read-only) keeps flushing its files.
         let store_id = unflushed::store_id(&meta_dir).ok();
         let mut files = files;
+        if boot.is_some() {
+            files.set_write_options(AtomicWriteOptions { durable: false });
+        }
         let mut recovery = Recovery::default();
         if let Some(store_id) = &store_id {
             recovery = recover(&files, &sql, store_id, boot.as_deref())?;
@@ -106,10 +109,10 @@ impl HybridStore {
                 unflushed::clear_marks(&meta_dir, &earlier)?;
             }
         }
+        let files = Arc::new(files);
         let unflushed = match (store_id, boot) {
             (Some(store_id), Some(boot_id)) => {
                 unflushed::mark_boot(&meta_dir, &boot_id)?;
-                files.set_write_options(AtomicWriteOptions { durable: false });
                 let writer = Writer {
                     store_id,
                     boot_id,
@@ -117,7 +120,7 @@ impl HybridStore {
                     recorded: Default::default(),
                 };
                 let flusher = Flusher::start(flusher::Target {
-                    root: files.root().to_path_buf(),
+                    files: Arc::clone(&files),
                     sql: Arc::clone(&sql),
                     writer: writer.writer,
                     period: options.flush_every,
@@ -182,7 +185,10 @@ impl HybridStore {
             // The flusher, the only other holder, has stopped.
             Err(_) => unreachable!("the flusher thread still holds the database"),
         };
-        let mut files = self.files;
+        let mut files = match Arc::try_unwrap(self.files) {
+            Ok(files) => files,
+            Err(_) => unreachable!("the flusher thread still holds the files"),
+        };
         files.set_write_options(AtomicWriteOptions::default());
         (files, sql)
     }

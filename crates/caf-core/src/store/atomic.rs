@@ -77,6 +77,64 @@ pub fn stage(
     })
 }
 
+/// Like [`stage`], into `spare`: an empty file made beforehand in the staging directory (see
+/// [`make_spare`]), so that the save does not pay for creating a file (allocating an inode can
+/// cost more than writing 100 KB). `None` if the spare is gone (removed as stale by another
+/// process): stage anew.
+pub fn stage_into_spare(
+    spare: PathBuf,
+    target: &Path,
+    bytes: &[u8],
+    options: AtomicWriteOptions,
+) -> Option<Result<Staged>> {
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .truncate(true)
+        .open(&spare)
+        .ok()?;
+    let mut tmp =
+        tempfile::NamedTempFile::from_parts(file, tempfile::TempPath::try_from_path(spare).ok()?);
+    let dir = target
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."))
+        .to_path_buf();
+    let written = tmp
+        .write_all(bytes)
+        .and_then(|()| {
+            if options.durable {
+                tmp.as_file().sync_data()
+            } else {
+                Ok(())
+            }
+        })
+        .map_err(|e| Error::io(tmp.path(), e));
+    Some(written.map(|()| Staged {
+        tmp,
+        target: target.to_path_buf(),
+        dir,
+        options,
+    }))
+}
+
+/// Makes an empty spare file in `dir` for [`stage_into_spare`].
+pub fn make_spare(dir: &Path) -> Result<PathBuf> {
+    let mut builder = tempfile::Builder::new();
+    builder.prefix(SPARE_PREFIX).suffix(".json");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        builder.permissions(std::fs::Permissions::from_mode(0o644));
+    }
+    let tmp = builder.tempfile_in(dir).map_err(|e| Error::io(dir, e))?;
+    tmp.into_temp_path()
+        .keep()
+        .map_err(|e| Error::io(dir, e.error))
+}
+
+/// How spare files are named (stale-file cleaning gives them longer).
+pub const SPARE_PREFIX: &str = ".caf-spare-";
+
 /// A whole file written next to its target, not yet in place (see [`stage`]). Dropped without
 /// [`publish`](Staged::publish), its temporary file is removed.
 #[derive(Debug)]

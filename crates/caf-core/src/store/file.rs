@@ -1,6 +1,8 @@
 //! [`FileStore`]: one JSON file per checkpoint, `DIR/{id}.json`.
 
-use super::atomic::{stage, sync_dir, AtomicWriteOptions, Staged};
+use super::atomic::{
+    make_spare, stage, stage_into_spare, sync_dir, AtomicWriteOptions, Staged, SPARE_PREFIX,
+};
 use super::index::{mtime_ns, Entry, Index};
 use super::{CheckpointStore, CheckpointSummary, DamagedCheckpoint, ListFilter};
 use crate::clock::Timestamp;
@@ -49,6 +51,8 @@ pub struct FileStore {
     options: FileStoreOptions,
     index: Mutex<Index>,
     encoder: Mutex<Encoder>,
+    /// Empty files made beforehand for the next saves to write into ([`FileStore::make_spares`]).
+    spares: Mutex<Vec<(PathBuf, std::time::Instant)>>,
     problems: Vec<Problem>,
     damaged: Vec<DamagedCheckpoint>,
 }
@@ -187,6 +191,7 @@ impl FileStore {
             options,
             index: Mutex::new(index),
             encoder: Mutex::new(Encoder::default()),
+            spares: Mutex::new(Vec::new()),
             problems: found.problems,
             damaged: found.damaged,
         })
@@ -260,12 +265,50 @@ impl FileStore {
     /// database commit). Until then no reader sees it; dropped, it leaves nothing behind.
     pub fn stage_encoded(&self, checkpoint: &Checkpoint, bytes: &[u8]) -> Result<StagedFile> {
         let path = self.path_of(&checkpoint.id);
-        let staged = stage(&path, self.temp_dir.as_deref(), bytes, self.options.write)?;
+        let spare = self.take_spare();
+        let staged = match spare.and_then(|s| stage_into_spare(s, &path, bytes, self.options.write))
+        {
+            Some(staged) => staged?,
+            None => stage(&path, self.temp_dir.as_deref(), bytes, self.options.write)?,
+        };
         Ok(StagedFile {
             staged,
             summary: CheckpointSummary::of(checkpoint, bytes.len() as u64),
             integrity: stated_integrity(bytes),
         })
+    }
+
+    /// Makes empty files for the next saves to write into, up to `count` ready: a save then does
+    /// not pay for creating its file. For a writer with a thread to spare (a hybrid store's
+    /// flusher makes them). Does nothing for a store without an index directory.
+    pub fn make_spares(&self, count: usize) -> Result<()> {
+        let Some(dir) = self.temp_dir.as_deref() else {
+            return Ok(());
+        };
+        loop {
+            let ready = self.spares.lock().unwrap_or_else(|p| p.into_inner()).len();
+            if ready >= count {
+                return Ok(());
+            }
+            let spare = make_spare(dir)?;
+            self.spares
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push((spare, std::time::Instant::now()));
+        }
+    }
+
+    /// A spare file young enough that no other process removed it as stale (older ones are
+    /// removed here).
+    fn take_spare(&self) -> Option<PathBuf> {
+        let mut spares = self.spares.lock().unwrap_or_else(|p| p.into_inner());
+        while let Some((path, made)) = spares.pop() {
+            if made.elapsed() < Duration::from_secs(30 * 60) {
+                return Some(path);
+            }
+            let _ = std::fs::remove_file(path);
+        }
+        None
     }
 
     /// Puts a staged file in place (atomically) and indexes it.
@@ -530,14 +573,29 @@ fn clean_stale_temp_files(tmp: &Path) {
     let Ok(dir) = std::fs::read_dir(tmp) else {
         return;
     };
-    let cutoff = SystemTime::now() - Duration::from_secs(60);
+    let now = SystemTime::now();
     for entry in dir.flatten() {
+        // A live writer's spare files may wait a while for their save.
+        let spare = entry
+            .file_name()
+            .to_string_lossy()
+            .starts_with(SPARE_PREFIX);
+        let cutoff = now - Duration::from_secs(if spare { 3600 } else { 60 });
         let old = entry
             .metadata()
             .and_then(|m| m.modified())
             .is_ok_and(|t| t < cutoff);
         if old {
             let _ = std::fs::remove_file(entry.path());
+        }
+    }
+}
+
+impl Drop for FileStore {
+    fn drop(&mut self) {
+        let spares = self.spares.get_mut().unwrap_or_else(|p| p.into_inner());
+        for (path, _) in spares.drain(..) {
+            let _ = std::fs::remove_file(path);
         }
     }
 }

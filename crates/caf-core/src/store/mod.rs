@@ -10,7 +10,10 @@ pub(crate) mod file;
 mod index;
 mod memory;
 
-pub use atomic::{stage, sync_dir, write_atomic, AtomicWriteOptions, Staged};
+pub use atomic::{
+    make_spare, stage, stage_into_spare, sync_dir, write_atomic, AtomicWriteOptions, Staged,
+    SPARE_PREFIX,
+};
 pub use file::{
     read_checkpoint_file, read_regular_file, refuse_linked_internals, stated_integrity, FileStore,
     FileStoreOptions, Problem, StagedFile, INTERNALS,
