@@ -22,7 +22,7 @@ use crate::target::Target;
 use crate::{CmdResult, Failure};
 use anstyle::Style;
 use caf_core::format::encode;
-use caf_core::store::{write_atomic, AtomicWriteOptions};
+use caf_core::store::{write_atomic, AsyncStore, AtomicWriteOptions};
 use caf_core::{
     Checkpoint, CheckpointManager, CheckpointOptions, CheckpointReason, CheckpointStore,
     CheckpointSummary, FileStore, ListFilter, RuntimeState,
@@ -55,10 +55,25 @@ pub enum Mode {
     Postgres,
 }
 
+/// When a save of the store under test returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Durability {
+    /// On disk when `save` returns (the default).
+    Sync,
+    /// `save` returns once the checkpoint is encoded; a background writer writes it, in order
+    /// (`caf_core::store::AsyncStore`). Files modes only.
+    Async,
+}
+
 /// The figures of one mode.
 #[derive(Debug, Serialize)]
 pub struct Figures {
     mode: Mode,
+    durability: Durability,
+    /// Async: waiting, after the last save, until the writer has written everything (µs).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    drain_us: Option<f64>,
     executions: u32,
     steps: u32,
     statistic: &'static str,
@@ -268,6 +283,7 @@ fn open_store(
 
 fn measure(
     mode: Mode,
+    durability: Durability,
     scratch: &Path,
     executions: u32,
     steps: u32,
@@ -281,6 +297,10 @@ fn measure(
     std::fs::create_dir_all(&floor_dir)
         .map_err(|e| Failure::msg(format!("{}: {e}", floor_dir.display())))?;
     let (files_or_null, db) = open_store(mode, tmp.path(), pg)?;
+    let files_or_null: Box<dyn CheckpointStore> = match durability {
+        Durability::Sync => files_or_null,
+        Durability::Async => Box::new(AsyncStore::new(files_or_null)),
+    };
     // The store that is read back: the database alone in the SQL modes.
     let store: &dyn CheckpointStore = match &db {
         Some(db) => db,
@@ -334,6 +354,12 @@ fn measure(
             append.push(append_floor.append(&bytes)?);
         }
     }
+    // Async: what is still queued is written before anything is read (reads wait for it).
+    let drain_us = (durability == Durability::Async).then(|| {
+        let t = Instant::now();
+        let _ = store.list(&ListFilter::execution(&execs[0]));
+        rounded(micros(t))
+    });
     let (mut restore, mut list) = (Vec::new(), Vec::new());
     for e in &execs {
         let t = Instant::now();
@@ -368,6 +394,8 @@ fn measure(
     let opt = |v: &mut Vec<f64>| (!v.is_empty()).then(|| rounded(median(v)));
     Ok(Figures {
         mode,
+        durability,
+        drain_us,
         executions,
         steps,
         statistic: "median",
@@ -390,6 +418,14 @@ fn measure(
         whole_bytes: whole,
         append_floor_samples: append,
     })
+}
+
+/// The mode's name, and `async` for the async durability.
+fn label(f: &Figures) -> String {
+    match f.durability {
+        Durability::Sync => mode_name(f.mode),
+        Durability::Async => format!("{} async", mode_name(f.mode)),
+    }
 }
 
 /// The mode's name as the command line spells it.
@@ -451,14 +487,35 @@ pub fn run(t: &Target, json: bool, a: &BenchArgs) -> CmdResult {
                 let scratch_db = caf_sql::ScratchDatabase::create(url).map_err(sql_failure)?;
                 measure(
                     mode,
+                    Durability::Sync,
                     &scratch,
                     a.executions,
                     a.steps,
                     Some(scratch_db.url()),
                 )?
             }
-            _ => measure(mode, &scratch, a.executions, a.steps, pg)?,
+            _ => measure(mode, Durability::Sync, &scratch, a.executions, a.steps, pg)?,
         });
+        if a.durability.contains(&Durability::Async) {
+            if !matches!(mode, Mode::Files | Mode::FilesSqlite) {
+                output::warn_line(&format!(
+                    "--durability async: {} is measured in sync mode only",
+                    mode_name(mode)
+                ));
+                continue;
+            }
+            if !json {
+                eprintln!("measuring {} (async) …", mode_name(mode));
+            }
+            all.push(measure(
+                mode,
+                Durability::Async,
+                &scratch,
+                a.executions,
+                a.steps,
+                pg,
+            )?);
+        }
     }
     let peer = match peer {
         Some(p) => {
@@ -499,7 +556,7 @@ pub fn run(t: &Target, json: bool, a: &BenchArgs) -> CmdResult {
             _ => "-".into(),
         };
         table.row(vec![
-            (mode_name(f.mode), plain),
+            (label(f), plain),
             (format!("{:.0}", f.save_us), plain),
             (format!("{:.0}", f.floor_us), plain),
             (format!("{:.2}x", f.save_us / f.floor_us.max(1.0)), plain),
@@ -518,6 +575,14 @@ pub fn run(t: &Target, json: bool, a: &BenchArgs) -> CmdResult {
     }
     table.print();
     crate::say!("medians per operation; --json adds means and p95");
+    for f in all.iter().filter(|f| f.durability == Durability::Async) {
+        crate::say!(
+            "{} async: a save returns once the checkpoint is encoded; the writer caught up {:.0} \
+             µs after the last save",
+            mode_name(f.mode),
+            f.drain_us.unwrap_or_default()
+        );
+    }
     if let Some(p) = &peer {
         print_side_by_side(&SideBySide::new(&all, p));
     }
@@ -755,7 +820,13 @@ impl<'a> SideBySide<'a> {
         let ratios = caf
             .iter()
             .map(|f| {
-                let (durable, durability) = durability(f.mode);
+                let (durable, durability) = match f.durability {
+                    Durability::Sync => durability(f.mode),
+                    Durability::Async => (
+                        false,
+                        "no: async, a background writer writes each save in order".into(),
+                    ),
+                };
                 Ratio {
                     mode: f.mode,
                     durable,
@@ -834,7 +905,7 @@ fn print_side_by_side(s: &SideBySide<'_>) {
     ]);
     for (f, r) in s.caf.iter().zip(&s.ratios) {
         table.row(vec![
-            (format!("caf {}", mode_name(f.mode)), plain),
+            (format!("caf {}", label(f)), plain),
             (format!("{:.0}", f.save_us), plain),
             (format!("{:.2}x", r.save_over_floor), plain),
             (format!("{:.0}", f.restore_us), plain),
@@ -867,13 +938,13 @@ fn print_side_by_side(s: &SideBySide<'_>) {
     table.print();
     crate::say!();
     let mut ratios = Table::new(&["CAF / LANGGRAPH", "SAVE", "RESTORE-LATEST", "LIST"]);
-    for r in &s.ratios {
+    for (f, r) in s.caf.iter().zip(&s.ratios) {
         let mut save = verdict(r.save);
         if !r.save_like_for_like {
             save.push_str(" [not like for like]");
         }
         ratios.row(vec![
-            (mode_name(r.mode), plain),
+            (label(f), plain),
             (save, plain),
             (verdict(r.restore), plain),
             (verdict(r.list), plain),

@@ -452,6 +452,11 @@ pub struct BenchArgs {
     /// bench/peers/setup.sh creates (env CAF_PEER_DIR: another bench/peers directory).
     #[arg(long, value_enum)]
     pub peer: Option<crate::bench::Peer>,
+
+    /// Also measure the files modes with this durability (repeatable): `async` saves return
+    /// once encoded and a background writer writes them in order; `sync` is always measured
+    #[arg(long, value_enum)]
+    pub durability: Vec<crate::bench::Durability>,
 }
 
 /// Hidden stand-ins for the global options `names` (`dir`, `db`, `no_files`) that `command`

@@ -62,6 +62,18 @@ pub enum Error {
         /// The link.
         path: PathBuf,
     },
+    /// A save that a background writer ([`crate::store::AsyncStore`]) could not write; the
+    /// saves queued after it were not written either.
+    #[error("the background save of checkpoint {id} failed: {source}{}", dropped_note(*dropped))]
+    BackgroundSave {
+        /// The checkpoint whose save failed.
+        id: String,
+        /// How many saves queued after it were dropped.
+        dropped: usize,
+        /// Why it failed.
+        #[source]
+        source: Box<Error>,
+    },
     /// A state mutation referred to something that is not there.
     #[error(transparent)]
     State(#[from] StateError),
@@ -98,5 +110,13 @@ impl Error {
             what: "checkpoint",
             id: id.to_string(),
         }
+    }
+}
+
+fn dropped_note(dropped: usize) -> String {
+    match dropped {
+        0 => String::new(),
+        1 => "; the save queued after it was not written".into(),
+        n => format!("; the {n} saves queued after it were not written"),
     }
 }

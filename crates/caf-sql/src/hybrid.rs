@@ -275,16 +275,20 @@ fn recover(
 
 impl CheckpointStore for HybridStore {
     fn save(&self, checkpoint: &Checkpoint) -> Result<CheckpointSummary> {
-        let id = &checkpoint.id;
         let bytes = self.files.encode(checkpoint)?;
-        let enc = Encoded::from_bytes(&bytes).ok_or_else(|| Error::Encode {
+        self.save_encoded(checkpoint, &bytes)
+    }
+
+    fn save_encoded(&self, checkpoint: &Checkpoint, bytes: &[u8]) -> Result<CheckpointSummary> {
+        let id = &checkpoint.id;
+        let enc = Encoded::from_bytes(bytes).ok_or_else(|| Error::Encode {
             id: id.to_string(),
             error: caf_core::format::EncodeError::Invalid {
                 pointer: String::new(),
                 message: "no integrity line".into(),
             },
         })?;
-        let staged = self.files.stage_encoded(checkpoint, &bytes)?;
+        let staged = self.files.stage_encoded(checkpoint, bytes)?;
         let (outcome, seq) = self
             .sql
             .store_encoded_then(checkpoint, &enc, |conn| match &self.unflushed {

@@ -606,6 +606,10 @@ impl CheckpointStore for FileStore {
         self.save_encoded(checkpoint, &bytes)
     }
 
+    fn save_encoded(&self, checkpoint: &Checkpoint, bytes: &[u8]) -> Result<CheckpointSummary> {
+        FileStore::save_encoded(self, checkpoint, bytes)
+    }
+
     fn load(&self, id: &CheckpointId) -> Result<Checkpoint> {
         self.load_decoded(id).map(|d| d.checkpoint)
     }

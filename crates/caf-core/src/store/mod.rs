@@ -6,6 +6,7 @@
 //! execution returns how many checkpoints went.
 
 mod atomic;
+mod background;
 pub(crate) mod file;
 mod index;
 mod memory;
@@ -14,6 +15,7 @@ pub use atomic::{
     make_spare, stage, stage_into_spare, sync_dir, write_atomic, AtomicWriteOptions, Staged,
     SPARE_PREFIX,
 };
+pub use background::AsyncStore;
 pub use file::{
     read_checkpoint_file, read_regular_file, refuse_linked_internals, stated_integrity, FileStore,
     FileStoreOptions, Problem, StagedFile, INTERNALS,
@@ -193,6 +195,14 @@ pub trait CheckpointStore: Send + Sync {
     /// Saves a checkpoint; saving an existing id replaces it.
     fn save(&self, checkpoint: &Checkpoint) -> Result<CheckpointSummary>;
 
+    /// Saves a checkpoint already encoded as `bytes` (exactly
+    /// [`crate::format::encode`]`(checkpoint)`), for a caller that encoded it anyway (a
+    /// background writer). The default encodes again.
+    fn save_encoded(&self, checkpoint: &Checkpoint, bytes: &[u8]) -> Result<CheckpointSummary> {
+        let _ = bytes;
+        self.save(checkpoint)
+    }
+
     /// Loads a checkpoint by id ([`crate::Error::NotFound`] if absent).
     fn load(&self, id: &CheckpointId) -> Result<Checkpoint>;
 
@@ -266,6 +276,14 @@ macro_rules! delegate_checkpoint_store {
             ) -> $crate::Result<$crate::CheckpointSummary> {
                 let $this = self;
                 $crate::CheckpointStore::save($target, c)
+            }
+            fn save_encoded(
+                &self,
+                c: &$crate::Checkpoint,
+                bytes: &[u8],
+            ) -> $crate::Result<$crate::CheckpointSummary> {
+                let $this = self;
+                $crate::CheckpointStore::save_encoded($target, c, bytes)
             }
             fn load(&self, id: &$crate::CheckpointId) -> $crate::Result<$crate::Checkpoint> {
                 let $this = self;
