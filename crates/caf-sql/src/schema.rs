@@ -147,6 +147,18 @@ diesel::table! {
     }
 }
 
+diesel::table! {
+    /// Checkpoint files a hybrid store wrote without flushing them (see `HybridStore`): the
+    /// files to check after a power loss.
+    unflushed_files (writer, n) {
+        writer -> BigInt,
+        n -> BigInt,
+        store_id -> Text,
+        boot_id -> Text,
+        checkpoint_id -> Text,
+    }
+}
+
 diesel::joinable!(checkpoint_labels -> checkpoints (checkpoint_id));
 diesel::joinable!(entries -> lines (line_id));
 diesel::joinable!(checkpoints -> executions (execution_id));
