@@ -12,8 +12,8 @@ mod memory;
 
 pub use atomic::{write_atomic, AtomicWriteOptions};
 pub use file::{
-    read_checkpoint_file, read_regular_file, refuse_linked_internals, stated_integrity, FileStore,
-    FileStoreOptions, Problem, INTERNALS,
+    read_checkpoint_file, read_known_checkpoint_file, read_regular_file, refuse_linked_internals,
+    stated_integrity, FileStore, FileStoreOptions, Problem, INTERNALS,
 };
 pub use index::{read_index, Entry as IndexEntry, IndexSnapshot};
 pub use memory::MemoryStore;
