@@ -1,18 +1,102 @@
 //! Decodes one checkpoint file many times, for profiling restore-latest:
-//! `cargo run --release -p caf-core --example restore_profile -- FILE [N]`.
+//! `cargo run --release -p caf-core --example restore_profile -- [FILE] [N]`.
+//!
+//! Without a FILE it makes the last checkpoint of one execution of the agent-run workload (100
+//! steps, ~169 KB; the same steps as `caf_core::workload`, which needs a feature). It times the
+//! full path ([`decode`]: strict parse, schema, checksum, typed), the fast path for content the
+//! store's index knows ([`decode_known`]), and a whole `FileStore::latest` (index lookup, file
+//! read, fast path).
 
-#![allow(clippy::unwrap_used)]
+#![allow(clippy::unwrap_used, clippy::print_stdout)]
+
+use caf_core::format::{decode, decode_known, encode, Limits};
+use caf_core::store::stated_integrity;
+use caf_core::{
+    CheckpointManager, CheckpointOptions, CheckpointReason, CheckpointStore, FileStore,
+    MemoryStore, RuntimeState,
+};
+use std::time::Instant;
+
+/// `len` bytes of ASCII words, varied by `seed` (as `caf_core::workload::filler`).
+fn filler(len: usize, seed: usize) -> String {
+    const WORDS: [&str; 8] = [
+        "agent ", "reads ", "the ", "file ", "and ", "plans ", "next ", "step ",
+    ];
+    let mut s = String::with_capacity(len + 8);
+    let mut i = seed;
+    while s.len() < len {
+        s.push_str(WORDS[i % WORDS.len()]);
+        i += 3;
+    }
+    s.truncate(len);
+    s
+}
+
+/// The checkpoint after `steps` steps of the agent-run workload.
+fn agent_run(steps: usize) -> caf_core::Checkpoint {
+    const KINDS: [&str; 3] = ["reasoning", "observation", "action"];
+    const TOOLS: [&str; 5] = ["search", "read_file", "write_file", "run_tests", "http_get"];
+    let manager = CheckpointManager::new(MemoryStore::new());
+    let mut state = RuntimeState::new("profile-agent");
+    for s in 1..=steps {
+        state.add_thought(KINDS[s % 3], filler(400, s), Some(0.85));
+        let tool = TOOLS[s % TOOLS.len()];
+        let q = serde_json::json!({"query": filler(80, s + 1), "n": s});
+        let call = state.start_tool_call(tool, q);
+        let result = serde_json::json!(filler(600, s + 2));
+        state.complete_tool_call(&call, result).unwrap();
+        state.set_variable("step", serde_json::json!(s));
+        state.set_variable("last_tool", serde_json::json!(tool));
+        state.set_variable("score", serde_json::json!(s as f64 / 100.0));
+        state.complete_step(None);
+    }
+    let options = CheckpointOptions::new(CheckpointReason::StepCompleted);
+    manager.checkpoint(&mut state, options).unwrap()
+}
+
+/// Microseconds per call of `f`, over `n` calls.
+fn per_call(n: usize, mut f: impl FnMut()) -> f64 {
+    let start = Instant::now();
+    for _ in 0..n {
+        f();
+    }
+    start.elapsed().as_secs_f64() * 1e6 / n as f64
+}
 
 fn main() {
     let mut args = std::env::args().skip(1);
-    let path = args.next().expect("usage: restore_profile FILE [N]");
+    let file = args.next().filter(|a| a != "-");
     let n: usize = args.next().map_or(2000, |s| s.parse().unwrap());
-    let bytes = std::fs::read(&path).unwrap();
-    let limits = caf_core::format::Limits::default();
-    let start = std::time::Instant::now();
-    for _ in 0..n {
-        std::hint::black_box(caf_core::format::decode(&bytes, &limits).unwrap());
+    let bytes = match &file {
+        Some(path) => std::fs::read(path).unwrap(),
+        None => encode(&agent_run(100)).unwrap(),
+    };
+    let limits = Limits::default();
+    let full = per_call(n, || {
+        std::hint::black_box(decode(&bytes, &limits).unwrap());
+    });
+    println!("{} bytes: {full:.0} µs per decode (full path)", bytes.len());
+    if let Some(known) = stated_integrity(&bytes) {
+        println!(
+            "fast path taken: {}",
+            caf_core::format::fast_path(&bytes, &limits, &known).is_some()
+        );
+        let fast = per_call(n, || {
+            std::hint::black_box(decode_known(&bytes, &limits, &known).unwrap());
+        });
+        println!(
+            "{} bytes: {fast:.0} µs per decode_known (fast path)",
+            bytes.len()
+        );
     }
-    let per = start.elapsed().as_secs_f64() * 1e6 / n as f64;
-    println!("{} bytes: {per:.0} µs per decode", bytes.len());
+    if file.is_none() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = FileStore::open(dir.path()).unwrap();
+        let c = decode(&bytes, &limits).unwrap().checkpoint;
+        store.save(&c).unwrap();
+        let latest = per_call(n, || {
+            std::hint::black_box(store.latest(&c.execution_id).unwrap().unwrap());
+        });
+        println!("FileStore::latest: {latest:.0} µs (index, read, fast path)");
+    }
 }

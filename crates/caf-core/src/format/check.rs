@@ -12,7 +12,7 @@ use serde_json::Value;
 
 /// Checks what the type system cannot: values the schema would refuse.
 pub fn check(ckpt: &Checkpoint) -> Result<(), EncodeError> {
-    check_depth(ckpt)?;
+    check_depth(ckpt, Limits::default().max_depth)?;
     let bad = |pointer: String, message: &str| {
         Err(EncodeError::Invalid {
             pointer,
@@ -221,6 +221,12 @@ fn check_plan(ckpt: &Checkpoint) -> Result<(), EncodeError> {
     Ok(())
 }
 
+/// How deep the containers of the document's own structure (not its free-form values) can
+/// nest, counted like [`super::json::parse_strict`]: the root object is level 1, and the deepest
+/// are level 6 (`/snapshot/progress/plan/0/dependencies`, a thought's `children`, `metadata`,
+/// `extensions` and `alternatives`, a tool call's `extensions`, a plan step's `parameters`).
+pub(super) const STRUCTURAL_DEPTH: usize = 6;
+
 /// Whether `v` nests at most `budget` levels (a scalar is 0, `[]` or `{}` is 1).
 fn fits(v: &Value, budget: usize) -> bool {
     match v {
@@ -230,10 +236,12 @@ fn fits(v: &Value, budget: usize) -> bool {
     }
 }
 
-/// Refuses free-form values that would nest deeper than readers accept ([`Limits::max_depth`],
-/// counting the document's own levels above each value). Pointers are only built on failure.
-fn check_depth(c: &Checkpoint) -> Result<(), EncodeError> {
-    let max = Limits::default().max_depth;
+/// Refuses free-form values that would nest deeper than `max` levels (readers accept
+/// [`Limits::max_depth`]), counting the document's own levels above each value exactly as
+/// [`super::json::parse_strict`] counts them. The document's own structure nests at most
+/// [`STRUCTURAL_DEPTH`] levels and is not looked at: with a smaller `max` the answer says nothing
+/// about it. Pointers are only built on failure.
+pub(super) fn check_depth(c: &Checkpoint, max: usize) -> Result<(), EncodeError> {
     let too_deep = |pointer: String| EncodeError::Invalid {
         pointer,
         message: format!("nesting deeper than {max} levels, which caf refuses to read"),

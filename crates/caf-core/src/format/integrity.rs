@@ -84,8 +84,9 @@ fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
 }
 
 /// The file's bytes without its top-level integrity line, as two slices, if it has one shaped
-/// as caf writes it.
-fn without_line<'a>(text: &'a [u8], stored: &str) -> Option<(&'a [u8], &'a [u8])> {
+/// as caf writes it: the first line that starts like a top-level `integrity` member must be
+/// exactly `  "integrity": "<stored>",`.
+pub(super) fn without_line<'a>(text: &'a [u8], stored: &str) -> Option<(&'a [u8], &'a [u8])> {
     let start = find(text, PREFIX)? + 1;
     let line_end = start + PREFIX.len() - 1 + stored.len() + 3; // `",\n`
     let line = text.get(start..line_end)?;

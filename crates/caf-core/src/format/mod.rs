@@ -7,9 +7,11 @@ mod encoder;
 mod error;
 pub mod integrity;
 pub mod json;
+mod known;
 pub mod migrate;
 mod model;
 pub mod schema;
+mod unique_keys;
 mod v0;
 mod v1_0_0;
 pub mod versions;
@@ -21,6 +23,7 @@ pub use codec::{
 pub use encoder::Encoder;
 pub use error::{EncodeError, LoadError, Violation};
 pub use integrity::of_value as integrity_of;
+pub use known::{decode_known, fast_path, PARALLEL_HASH_MIN_BYTES};
 pub(crate) use model::present;
 pub use model::{
     is_snake_word, BadReason, Branch, Checkpoint, CheckpointReason, CompletedStep, Context,

@@ -19,11 +19,8 @@ fn is_empty_object(m: &JsonObject) -> bool {
     m.is_empty()
 }
 
-/// Deserializes a present value as `Some`, `null` included (with `#[serde(default)]`, only an
-/// absent member is `None`), so that a result of `null` survives a round trip.
-pub(crate) fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
-    Value::deserialize(d).map(Some)
-}
+pub(crate) use super::unique_keys::present;
+use super::unique_keys::{object, value, values};
 
 /// One self-contained checkpoint: who, when, why, and the whole runtime state.
 ///
@@ -44,7 +41,11 @@ pub struct Checkpoint {
     /// The execution (one run of an agent on a task) this checkpoint belongs to.
     pub execution_id: ExecutionId,
     /// Fields of an older format that have no place in this one, kept verbatim.
-    #[serde(default, skip_serializing_if = "is_empty_object")]
+    #[serde(
+        default,
+        deserialize_with = "object",
+        skip_serializing_if = "is_empty_object"
+    )]
     pub extensions: JsonObject,
     /// This checkpoint's id.
     pub id: CheckpointId,
@@ -79,7 +80,11 @@ pub struct Metadata {
     /// Milliseconds since the execution started.
     pub duration_ms: u64,
     /// Unknown metadata of an older format, kept verbatim.
-    #[serde(default, skip_serializing_if = "is_empty_object")]
+    #[serde(
+        default,
+        deserialize_with = "object",
+        skip_serializing_if = "is_empty_object"
+    )]
     pub extensions: JsonObject,
     /// Free labels for filtering (`caf list --label`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -251,7 +256,11 @@ pub struct ThoughtChain {
 #[serde(deny_unknown_fields)]
 pub struct Thought {
     /// Options the agent considered and rejected (free-form objects).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        deserialize_with = "values",
+        skip_serializing_if = "Vec::is_empty"
+    )]
     pub alternatives: Vec<Value>,
     /// Ids of the thoughts that follow from this one.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -264,12 +273,20 @@ pub struct Thought {
     /// When the thought was created.
     pub created_at: Timestamp,
     /// Unknown fields of an older format, kept verbatim.
-    #[serde(default, skip_serializing_if = "is_empty_object")]
+    #[serde(
+        default,
+        deserialize_with = "object",
+        skip_serializing_if = "is_empty_object"
+    )]
     pub extensions: JsonObject,
     /// Unique within the execution.
     pub id: String,
     /// Free-form data about the thought (model, token counts, …).
-    #[serde(default, skip_serializing_if = "is_empty_object")]
+    #[serde(
+        default,
+        deserialize_with = "object",
+        skip_serializing_if = "is_empty_object"
+    )]
     pub metadata: JsonObject,
     /// The thought this one follows from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -287,16 +304,27 @@ pub struct Thought {
 #[serde(deny_unknown_fields)]
 pub struct Context {
     /// An append-only history of events or notes.
+    #[serde(deserialize_with = "values")]
     pub history: Vec<Value>,
     /// Long-lived memory entries (`{key, value, importance, …}` objects).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        deserialize_with = "values",
+        skip_serializing_if = "Vec::is_empty"
+    )]
     pub memory: Vec<Value>,
     /// The conversation (`{role, content, …}` objects).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        deserialize_with = "values",
+        skip_serializing_if = "Vec::is_empty"
+    )]
     pub messages: Vec<Value>,
     /// Free-form structured state.
+    #[serde(deserialize_with = "object")]
     pub state: JsonObject,
     /// Named variables.
+    #[serde(deserialize_with = "object")]
     pub variables: JsonObject,
 }
 
@@ -311,6 +339,7 @@ pub struct ToolState {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_call_id: Option<String>,
     /// The latest successful result of each tool, keyed by tool id.
+    #[serde(deserialize_with = "object")]
     pub results: JsonObject,
 }
 
@@ -353,6 +382,7 @@ impl ToolStatus {
 #[serde(deny_unknown_fields)]
 pub struct ToolCall {
     /// The arguments (free-form).
+    #[serde(deserialize_with = "value")]
     pub args: Value,
     /// When the call finished.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -364,7 +394,11 @@ pub struct ToolCall {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
     /// Unknown fields of an older format, kept verbatim.
-    #[serde(default, skip_serializing_if = "is_empty_object")]
+    #[serde(
+        default,
+        deserialize_with = "object",
+        skip_serializing_if = "is_empty_object"
+    )]
     pub extensions: JsonObject,
     /// Unique within the execution.
     pub id: String,
@@ -446,7 +480,11 @@ pub struct PlanStep {
     /// Its id, unique in the plan.
     pub id: String,
     /// Its parameters.
-    #[serde(default, skip_serializing_if = "is_empty_object")]
+    #[serde(
+        default,
+        deserialize_with = "object",
+        skip_serializing_if = "is_empty_object"
+    )]
     pub parameters: JsonObject,
     /// What it produced.
     #[serde(

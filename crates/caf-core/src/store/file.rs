@@ -7,7 +7,7 @@ use super::index::{mtime_ns, Entry, Index};
 use super::{CheckpointStore, CheckpointSummary, DamagedCheckpoint, ListFilter};
 use crate::clock::Timestamp;
 use crate::error::{Error, Result};
-use crate::format::{decode, Checkpoint, Decoded, Encoder, Limits, LoadError};
+use crate::format::{decode, decode_known, Checkpoint, Decoded, Encoder, Limits, LoadError};
 use crate::id::{check_id, CheckpointId, ExecutionId};
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
@@ -67,8 +67,23 @@ impl std::fmt::Debug for FileStore {
 
 /// Reads a checkpoint file: only a regular file (never a symlink), at most `limits.max_bytes`.
 pub fn read_checkpoint_file(path: &Path, limits: &Limits) -> Result<Decoded> {
+    read_known_checkpoint_file(path, limits, None)
+}
+
+/// Reads a checkpoint file like [`read_checkpoint_file`]; with `known_integrity`, the checksum a
+/// trusted record (the store's index) holds for content validated before, a file whose bytes
+/// are that content is decoded on the fast path ([`decode_known`]). Errors are the same.
+pub fn read_known_checkpoint_file(
+    path: &Path,
+    limits: &Limits,
+    known_integrity: Option<&str>,
+) -> Result<Decoded> {
     let bytes = read_regular_file(path, limits.max_bytes)?;
-    decode(&bytes, limits).map_err(|error| Error::Load {
+    match known_integrity {
+        Some(known) => decode_known(&bytes, limits, known),
+        None => decode(&bytes, limits),
+    }
+    .map_err(|error| Error::Load {
         origin: path.display().to_string(),
         error,
     })
@@ -214,15 +229,35 @@ impl FileStore {
 
     /// Loads a checkpoint like [`CheckpointStore::load`], and says which format version its
     /// file is written in ([`Decoded::source_version`]).
+    ///
+    /// A file whose bytes are what the index recorded when caf wrote or validated it (the same
+    /// integrity checksum) is typed straight from its bytes, without the schema; any other file
+    /// is decoded in full (see [`decode_known`]).
     pub fn load_decoded(&self, id: &CheckpointId) -> Result<Decoded> {
+        let known = self.known_integrity(id);
+        self.load_known(id, known.as_deref())
+    }
+
+    /// Loads the file of `id`, on the fast path if its bytes hash to `known` (see
+    /// [`decode_known`]).
+    fn load_known(&self, id: &CheckpointId, known: Option<&str>) -> Result<Decoded> {
         let path = self.path_of(id);
-        match read_checkpoint_file(&path, &self.options.limits) {
+        match read_known_checkpoint_file(&path, &self.options.limits, known) {
             Ok(d) => check_name(&path, id, d),
             Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
                 Err(Error::not_found(id))
             }
             Err(e) => Err(e),
         }
+    }
+
+    /// The integrity checksum the index records for `id`, if any. The log's new tail is read
+    /// first (another process may have saved the file again); if that fails, what is in memory
+    /// is used: a stale checksum only sends the file down the full path.
+    fn known_integrity(&self, id: &CheckpointId) -> Option<String> {
+        let mut index = self.index();
+        let _ = index.refresh();
+        index.entries.get(id).and_then(|e| e.integrity.clone())
     }
 
     /// The integrity checksum the index records for each listed checkpoint (`None` where it is
@@ -612,6 +647,27 @@ impl CheckpointStore for FileStore {
 
     fn load(&self, id: &CheckpointId) -> Result<Checkpoint> {
         self.load_decoded(id).map(|d| d.checkpoint)
+    }
+
+    /// The newest entry of the execution in the index (no listing is built), then its file,
+    /// on the fast path when the file is what the index recorded.
+    fn latest(&self, execution_id: &ExecutionId) -> Result<Option<Checkpoint>> {
+        let newest = {
+            let mut index = self.index();
+            index.refresh()?;
+            index
+                .entries
+                .values()
+                .filter(|e| &e.summary.execution_id == execution_id)
+                .min_by(|a, b| CheckpointSummary::newest_first(&a.summary, &b.summary))
+                .map(|e| (e.summary.id.clone(), e.integrity.clone()))
+        };
+        match newest {
+            Some((id, known)) => self
+                .load_known(&id, known.as_deref())
+                .map(|d| Some(d.checkpoint)),
+            None => Ok(None),
+        }
     }
 
     fn damaged(&self) -> Result<Vec<DamagedCheckpoint>> {

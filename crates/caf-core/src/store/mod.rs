@@ -17,8 +17,8 @@ pub use atomic::{
 };
 pub use background::AsyncStore;
 pub use file::{
-    read_checkpoint_file, read_regular_file, refuse_linked_internals, stated_integrity, FileStore,
-    FileStoreOptions, Problem, StagedFile, INTERNALS,
+    read_checkpoint_file, read_known_checkpoint_file, read_regular_file, refuse_linked_internals,
+    stated_integrity, FileStore, FileStoreOptions, Problem, StagedFile, INTERNALS,
 };
 pub use index::{read_index, Entry as IndexEntry, IndexSnapshot};
 pub use memory::MemoryStore;

@@ -1,0 +1,141 @@
+//! Decoding a file whose content is already known valid: typed straight from the bytes, without
+//! the JSON value tree and without the schema, with the integrity still verified.
+//!
+//! The caller vouches for nothing but a checksum: `expected` is the integrity that a trusted
+//! record (the file store's index) holds for content that was validated before — encoded by caf
+//! from a checked checkpoint, or read through the full [`decode`]. The bytes are accepted on the
+//! fast path only if
+//!
+//! 1. the file's first top-level `integrity` line is exactly `  "integrity": "<expected>",`,
+//! 2. the rest of the file hashes to `expected` (SHA-256: the same bytes as the validated text),
+//! 3. the bytes parse, typed, as a document of the current version whose one top-level
+//!    `integrity` member is `expected` (duplicate keys refused everywhere, see
+//!    [`super::unique_keys`]), within the nesting limit, and
+//! 4. the checkpoint passes [`check`].
+//!
+//! By 2, the file minus that line is the validated canonical text; that text holds no raw newline
+//! inside a string, so the line sits between members of some object. By 3 it is a member of the
+//! top-level object (the only place an `integrity` member can be without making the typed parse
+//! fail or find a second one), so the document is the validated one, up to the order of its
+//! top-level members. Anything else — a changed byte, a stale record, an older version, a
+//! layout caf does not write, a typed failure, a value `check` refuses — goes through [`decode`],
+//! which reports the error exactly as it always has.
+
+use super::check::{check, check_depth, STRUCTURAL_DEPTH};
+use super::codec::{decode, Decoded, Limits, MAX_DEPTH_CAP};
+use super::error::LoadError;
+use super::integrity;
+use super::model::{Checkpoint, JsonObject, Metadata, Snapshot};
+use super::unique_keys::object;
+use super::CURRENT_VERSION;
+use crate::clock::Timestamp;
+use crate::id::{CheckpointId, ExecutionId};
+use serde::Deserialize;
+
+/// Below this size the checksum is computed on the parsing thread: starting a second thread
+/// costs more than it saves.
+pub const PARALLEL_HASH_MIN_BYTES: usize = 64 * 1024;
+
+/// A stored document of the current version: [`Checkpoint`]'s fields plus `integrity`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Stored {
+    #[serde(rename = "$schema")]
+    schema: String,
+    agent_id: String,
+    execution_id: ExecutionId,
+    #[serde(default, deserialize_with = "object")]
+    extensions: JsonObject,
+    id: CheckpointId,
+    integrity: String,
+    metadata: Metadata,
+    parent_id: Option<CheckpointId>,
+    snapshot: Snapshot,
+    timestamp: Timestamp,
+    version: String,
+}
+
+impl Stored {
+    fn into_checkpoint(self) -> Checkpoint {
+        Checkpoint {
+            schema: self.schema,
+            agent_id: self.agent_id,
+            execution_id: self.execution_id,
+            extensions: self.extensions,
+            id: self.id,
+            metadata: self.metadata,
+            parent_id: self.parent_id,
+            snapshot: self.snapshot,
+            timestamp: self.timestamp,
+            version: self.version,
+        }
+    }
+}
+
+/// Decodes file bytes whose content a trusted record says hashes to `expected_integrity`: on the
+/// fast path (see the module docs) when the bytes are what was recorded, else through
+/// [`decode`]. The result, error included, is always what [`decode`] gives.
+pub fn decode_known(
+    bytes: &[u8],
+    limits: &Limits,
+    expected_integrity: &str,
+) -> Result<Decoded, LoadError> {
+    match fast_path(bytes, limits, expected_integrity) {
+        Some(decoded) => Ok(decoded),
+        None => decode(bytes, limits),
+    }
+}
+
+/// The fast path of [`decode_known`] alone: `None` where it would fall back to [`decode`].
+pub fn fast_path(bytes: &[u8], limits: &Limits, expected_integrity: &str) -> Option<Decoded> {
+    if bytes.len() as u64 > limits.max_bytes {
+        return None;
+    }
+    let max_depth = limits.max_depth.min(MAX_DEPTH_CAP);
+    if max_depth < STRUCTURAL_DEPTH {
+        return None;
+    }
+    let (before, after) = integrity::without_line(bytes, expected_integrity)?;
+    let hash = move || integrity::digest(&[before, after]);
+    // Validating the whole text as UTF-8 once (a few µs) is cheaper than serde_json checking
+    // each string it borrows from a byte slice.
+    let text = std::str::from_utf8(bytes).ok()?;
+    let parse = || serde_json::from_str::<Stored>(text);
+    let (digest, stored) = if bytes.len() >= PARALLEL_HASH_MIN_BYTES {
+        in_parallel(hash, parse)
+    } else {
+        (Some(hash()), parse())
+    };
+    if digest.as_deref() != Some(expected_integrity) {
+        return None;
+    }
+    let stored = stored.ok()?;
+    if stored.version != CURRENT_VERSION || stored.integrity != expected_integrity {
+        return None;
+    }
+    let checkpoint = stored.into_checkpoint();
+    check_depth(&checkpoint, max_depth).ok()?;
+    check(&checkpoint).ok()?;
+    Some(Decoded {
+        checkpoint,
+        source_version: CURRENT_VERSION.to_string(),
+    })
+}
+
+/// Runs `hash` on a second thread while `parse` runs on this one. `None` for the hash if its
+/// thread panicked; if no thread can be started, both run here.
+fn in_parallel<H, P, T>(hash: H, parse: P) -> (Option<String>, T)
+where
+    H: FnOnce() -> String + Send + Copy,
+    P: FnOnce() -> T,
+{
+    std::thread::scope(
+        |s| match std::thread::Builder::new().spawn_scoped(s, hash) {
+            Ok(handle) => {
+                let parsed = parse();
+                (handle.join().ok(), parsed)
+            }
+            Err(_) => (Some(hash()), parse()),
+        },
+    )
+}
