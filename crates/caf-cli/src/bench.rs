@@ -824,7 +824,7 @@ impl<'a> SideBySide<'a> {
                     Durability::Sync => durability(f.mode),
                     Durability::Async => (
                         false,
-                        "no: async, a background writer writes each save in order".into(),
+                        "async, a background writer writes each save in order".into(),
                     ),
                 };
                 Ratio {
