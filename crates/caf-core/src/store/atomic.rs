@@ -52,17 +52,7 @@ pub fn stage(
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
     let staging = temp_dir.unwrap_or(dir);
-    let mut builder = tempfile::Builder::new();
-    builder.prefix(".caf-tmp-").suffix(".json");
-    #[cfg(unix)]
-    {
-        // Checkpoints are ordinary documents (meant for git): rw-r--r--, not tempfile's 0600.
-        use std::os::unix::fs::PermissionsExt;
-        builder.permissions(std::fs::Permissions::from_mode(0o644));
-    }
-    let mut tmp = builder
-        .tempfile_in(staging)
-        .map_err(|e| Error::io(staging, e))?;
+    let mut tmp = temp_file(staging, ".caf-tmp-")?;
     tmp.write_all(bytes).map_err(|e| Error::io(tmp.path(), e))?;
     if options.durable {
         tmp.as_file()
@@ -119,17 +109,23 @@ pub fn stage_into_spare(
 
 /// Makes an empty spare file in `dir` for [`stage_into_spare`].
 pub fn make_spare(dir: &Path) -> Result<PathBuf> {
-    let mut builder = tempfile::Builder::new();
-    builder.prefix(SPARE_PREFIX).suffix(".json");
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        builder.permissions(std::fs::Permissions::from_mode(0o644));
-    }
-    let tmp = builder.tempfile_in(dir).map_err(|e| Error::io(dir, e))?;
+    let tmp = temp_file(dir, SPARE_PREFIX)?;
     tmp.into_temp_path()
         .keep()
         .map_err(|e| Error::io(dir, e.error))
+}
+
+/// A new temporary `.json` file in `dir` named with `prefix`.
+fn temp_file(dir: &Path, prefix: &str) -> Result<tempfile::NamedTempFile> {
+    let mut builder = tempfile::Builder::new();
+    builder.prefix(prefix).suffix(".json");
+    #[cfg(unix)]
+    {
+        // Checkpoints are ordinary documents (meant for git): rw-r--r--, not tempfile's 0600.
+        use std::os::unix::fs::PermissionsExt;
+        builder.permissions(std::fs::Permissions::from_mode(0o644));
+    }
+    builder.tempfile_in(dir).map_err(|e| Error::io(dir, e))
 }
 
 /// How spare files are named (stale-file cleaning gives them longer).
