@@ -24,16 +24,17 @@
 use super::check::{check, check_depth, STRUCTURAL_DEPTH};
 use super::codec::{decode, Decoded, Limits, MAX_DEPTH_CAP};
 use super::error::LoadError;
-use super::integrity;
 use super::model::{Checkpoint, JsonObject, Metadata, Snapshot};
 use super::unique_keys::object;
 use super::CURRENT_VERSION;
+use super::{hash_helper, integrity};
 use crate::clock::Timestamp;
 use crate::id::{CheckpointId, ExecutionId};
 use serde::Deserialize;
+use std::sync::Arc;
 
-/// Below this size the checksum is computed on the parsing thread: starting a second thread
-/// costs more than it saves.
+/// From this size on, [`decode_known_shared`] computes the checksum on a helper thread while it
+/// parses (see [`super::hash_helper`]); below it, handing the job over costs more than it saves.
 pub const PARALLEL_HASH_MIN_BYTES: usize = 64 * 1024;
 
 /// A stored document of the current version: [`Checkpoint`]'s fields plus `integrity`.
@@ -80,7 +81,21 @@ pub fn decode_known(
     limits: &Limits,
     expected_integrity: &str,
 ) -> Result<Decoded, LoadError> {
-    match fast_path(bytes, limits, expected_integrity) {
+    match fast(bytes, None, limits, expected_integrity) {
+        Some(decoded) => Ok(decoded),
+        None => decode(bytes, limits),
+    }
+}
+
+/// [`decode_known`] for bytes that can be shared with another thread: from
+/// [`PARALLEL_HASH_MIN_BYTES`] on, the checksum is computed on a helper thread while the bytes
+/// are parsed on this one. Same result.
+pub fn decode_known_shared(
+    bytes: &Arc<Vec<u8>>,
+    limits: &Limits,
+    expected_integrity: &str,
+) -> Result<Decoded, LoadError> {
+    match fast(bytes, Some(bytes), limits, expected_integrity) {
         Some(decoded) => Ok(decoded),
         None => decode(bytes, limits),
     }
@@ -88,6 +103,16 @@ pub fn decode_known(
 
 /// The fast path of [`decode_known`] alone: `None` where it would fall back to [`decode`].
 pub fn fast_path(bytes: &[u8], limits: &Limits, expected_integrity: &str) -> Option<Decoded> {
+    fast(bytes, None, limits, expected_integrity)
+}
+
+/// The fast path; `shared` is `bytes` when they can be hashed on the helper thread.
+fn fast(
+    bytes: &[u8],
+    shared: Option<&Arc<Vec<u8>>>,
+    limits: &Limits,
+    expected: &str,
+) -> Option<Decoded> {
     if bytes.len() as u64 > limits.max_bytes {
         return None;
     }
@@ -95,22 +120,27 @@ pub fn fast_path(bytes: &[u8], limits: &Limits, expected_integrity: &str) -> Opt
     if max_depth < STRUCTURAL_DEPTH {
         return None;
     }
-    let (before, after) = integrity::without_line(bytes, expected_integrity)?;
-    let hash = move || integrity::digest(&[before, after]);
+    let (before, after) = integrity::without_line(bytes, expected)?;
     // Validating the whole text as UTF-8 once (a few µs) is cheaper than serde_json checking
     // each string it borrows from a byte slice.
     let text = std::str::from_utf8(bytes).ok()?;
-    let parse = || serde_json::from_str::<Stored>(text);
-    let (digest, stored) = if bytes.len() >= PARALLEL_HASH_MIN_BYTES {
-        in_parallel(hash, parse)
-    } else {
-        (Some(hash()), parse())
+    let parse = || serde_json::from_str::<Stored>(text).ok();
+    let stored = match shared.filter(|_| bytes.len() >= PARALLEL_HASH_MIN_BYTES) {
+        Some(shared) => {
+            let skip = before.len()..bytes.len() - after.len();
+            let pending = hash_helper::start(shared, skip);
+            let stored = parse()?;
+            (pending.finish() == expected).then_some(stored)?
+        }
+        None => {
+            // The checksum first: bytes that are not the recorded ones are not parsed twice.
+            if integrity::digest(&[before, after]) != expected {
+                return None;
+            }
+            parse()?
+        }
     };
-    if digest.as_deref() != Some(expected_integrity) {
-        return None;
-    }
-    let stored = stored.ok()?;
-    if stored.version != CURRENT_VERSION || stored.integrity != expected_integrity {
+    if stored.version != CURRENT_VERSION || stored.integrity != expected {
         return None;
     }
     let checkpoint = stored.into_checkpoint();
@@ -120,22 +150,4 @@ pub fn fast_path(bytes: &[u8], limits: &Limits, expected_integrity: &str) -> Opt
         checkpoint,
         source_version: CURRENT_VERSION.to_string(),
     })
-}
-
-/// Runs `hash` on a second thread while `parse` runs on this one. `None` for the hash if its
-/// thread panicked; if no thread can be started, both run here.
-fn in_parallel<H, P, T>(hash: H, parse: P) -> (Option<String>, T)
-where
-    H: FnOnce() -> String + Send + Copy,
-    P: FnOnce() -> T,
-{
-    std::thread::scope(
-        |s| match std::thread::Builder::new().spawn_scoped(s, hash) {
-            Ok(handle) => {
-                let parsed = parse();
-                (handle.join().ok(), parsed)
-            }
-            Err(_) => (Some(hash()), parse()),
-        },
-    )
 }
