@@ -245,7 +245,8 @@ fn what_a_forged_record_can_pass_is_a_valid_value_spelled_otherwise() {
     let mut base: Value = serde_json::from_slice(&encode(&c).unwrap()).unwrap();
     base.as_object_mut().unwrap().remove("integrity");
     let reason = base["metadata"]["branch"]["reason"].clone();
-    let spellings: [(&str, fn(&mut Value, &Value)); 4] = [
+    type Spell = fn(&mut Value, &Value);
+    let spellings: [(&str, Spell); 4] = [
         ("an optional member as null", |d, _| {
             d["snapshot"]["progress"]["task"] = Value::Null;
         }),
