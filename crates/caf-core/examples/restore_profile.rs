@@ -86,10 +86,8 @@ fn main() {
     println!("{} bytes", bytes.len());
     println!("decode (full path):                   {full}");
     if let Some(known) = stated_integrity(&bytes) {
-        assert!(
-            fast_path(&bytes, &limits, &known).is_some(),
-            "the fast path"
-        );
+        let applies = fast_path(&bytes, &limits, &known).is_some();
+        println!("the fast path applies to this file:   {applies}");
         let fast = per_call(n, || {
             std::hint::black_box(decode_known(&bytes, &limits, &known).unwrap());
         });

@@ -6,20 +6,27 @@
 //! from a checked checkpoint, or read through the full [`decode`]. The bytes are accepted on the
 //! fast path only if
 //!
-//! 1. the file's first top-level `integrity` line is exactly `  "integrity": "<expected>",`,
-//! 2. the rest of the file hashes to `expected` (SHA-256: the same bytes as the validated text),
-//! 3. the bytes parse, typed, as a document of the current version whose one top-level
-//!    `integrity` member is `expected` (duplicate keys refused everywhere, see
+//! 1. the file's first line that starts like a top-level `integrity` member is exactly
+//!    `  "integrity": "<expected>",`,
+//! 2. the rest of the file hashes to `expected` (SHA-256),
+//! 3. the bytes parse, typed, as a document of the current version with exactly one top-level
+//!    `integrity` member, stating `expected` (duplicate keys refused everywhere, see
 //!    [`super::unique_keys`]), within the nesting limit, and
 //! 4. the checkpoint passes [`check`].
 //!
-//! By 2, the file minus that line is the validated canonical text; that text holds no raw newline
-//! inside a string, so the line sits between members of some object. By 3 it is a member of the
-//! top-level object (the only place an `integrity` member can be without making the typed parse
-//! fail or find a second one), so the document is the validated one, up to the order of its
-//! top-level members. Anything else — a changed byte, a stale record, an older version, a
-//! layout caf does not write, a typed failure, a value `check` refuses — goes through [`decode`],
-//! which reports the error exactly as it always has.
+//! Why that is the validated document: by 2, the file minus that line is byte for byte the
+//! validated file minus the line its record was read from. JSON strings hold no raw newline, so
+//! the line sits between two members of some object. By 3, the top-level `integrity` states
+//! `expected`; the validated file's own top-level `integrity` is still in the rest of the file
+//! unless it was that very line, and it states the checksum of content that includes any nested
+//! copy of the line, so it cannot state `expected` unless it is the line (SHA-256 has no known
+//! fixed point). So the line is the validated top-level member, at most moved among the top-level
+//! members, and the content is the validated content. Anything else — a changed byte, a stale
+//! record, an older version, a layout caf does not write, a typed failure, a value `check`
+//! refuses — goes through [`decode`], which reports the error exactly as it always has.
+//!
+//! A first look at the end of the file (a current-version document, as caf lays it out, ends with
+//! its `version` line) spares files of older versions the hash and the typed parse.
 
 use super::check::{check, check_depth, STRUCTURAL_DEPTH};
 use super::codec::{decode, Decoded, Limits, MAX_DEPTH_CAP};
@@ -33,8 +40,9 @@ use crate::id::{CheckpointId, ExecutionId};
 use serde::Deserialize;
 use std::sync::Arc;
 
-/// From this size on, [`decode_known_shared`] computes the checksum on a helper thread while it
-/// parses (see [`super::hash_helper`]); below it, handing the job over costs more than it saves.
+/// From this size on, [`decode_known_shared`] computes the checksum on a helper thread (one
+/// long-lived thread for all callers; a caller hashes itself if the helper has not started its
+/// job) while it parses; below it, handing the job over costs more than it saves.
 pub const PARALLEL_HASH_MIN_BYTES: usize = 64 * 1024;
 
 /// A stored document of the current version: [`Checkpoint`]'s fields plus `integrity`.
@@ -73,9 +81,15 @@ impl Stored {
     }
 }
 
-/// Decodes file bytes whose content a trusted record says hashes to `expected_integrity`: on the
-/// fast path (see the module docs) when the bytes are what was recorded, else through
-/// [`decode`]. The result, error included, is always what [`decode`] gives.
+/// Decodes file bytes whose content a trusted record (a file store's index) says hashes to
+/// `expected_integrity`, the checksum of content validated before.
+///
+/// When the bytes are that content — their integrity line states `expected_integrity`, the rest
+/// of the file hashes to it, and they parse, typed, as a current-version document whose one
+/// top-level `integrity` is it, within `limits`, passing [`check`](super::check) — the checkpoint
+/// is typed straight from the bytes, without the JSON value tree and the schema (which that
+/// content already passed). Otherwise it is [`decode`]d. The result, error included, is what
+/// [`decode`] gives.
 pub fn decode_known(
     bytes: &[u8],
     limits: &Limits,
@@ -120,6 +134,9 @@ fn fast(
     if max_depth < STRUCTURAL_DEPTH {
         return None;
     }
+    if !ends_with_current_version(bytes) {
+        return None;
+    }
     let (before, after) = integrity::without_line(bytes, expected)?;
     // Validating the whole text as UTF-8 once (a few µs) is cheaper than serde_json checking
     // each string it borrows from a byte slice.
@@ -150,4 +167,17 @@ fn fast(
         checkpoint,
         source_version: CURRENT_VERSION.to_string(),
     })
+}
+
+/// Whether the document ends as caf writes one of the current version: with its `version`
+/// member, the last in key order. A cheap first look, so that a file of an older version (which
+/// `decode` migrates) costs neither a hash nor a typed parse here; what is accepted is decided by
+/// the checks that follow, never by the layout.
+fn ends_with_current_version(bytes: &[u8]) -> bool {
+    const HEAD: &[u8] = b"\n  \"version\": \"";
+    const TAIL: &[u8] = b"\"\n}\n";
+    bytes
+        .strip_suffix(TAIL)
+        .and_then(|b| b.strip_suffix(CURRENT_VERSION.as_bytes()))
+        .is_some_and(|b| b.ends_with(HEAD))
 }
