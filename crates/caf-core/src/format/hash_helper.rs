@@ -1,7 +1,7 @@
 //! A helper thread that computes an integrity checksum while the caller parses the same bytes.
 //!
-//! One thread, started on first use and then blocked on a channel while there is nothing to do,
-//! serves every caller. A caller hands it a job and parses; when done, it takes the job back if
+//! One thread, started on first use and then blocked on a short queue while there is nothing to
+//! do, serves every caller. A caller hands it a job and parses; when done, it takes the job back if
 //! the helper has not started it yet (the helper is busy with another job, or has no core to run
 //! on) and hashes on its own thread. So a caller waits only for a job that is already running,
 //! never for the helper to be scheduled: on a loaded machine this costs what hashing in line
@@ -12,7 +12,7 @@
 use super::integrity::digest;
 use std::ops::Range;
 use std::sync::atomic::{AtomicU8, Ordering};
-use std::sync::mpsc::{self, Receiver, Sender, SyncSender};
+use std::sync::mpsc::{self, Receiver, SyncSender};
 use std::sync::{Arc, OnceLock};
 
 /// The job is waiting for whoever takes it first.
@@ -46,12 +46,16 @@ impl Job {
     }
 }
 
+/// How many jobs may wait for the helper: more means it cannot keep up, and a caller does better
+/// to hash itself than to queue (a queued job keeps its bytes alive).
+const QUEUE: usize = 2;
+
 /// The helper's queue, `None` if no thread could be started.
-fn helper() -> Option<&'static Sender<Job>> {
-    static HELPER_QUEUE: OnceLock<Option<Sender<Job>>> = OnceLock::new();
+fn helper() -> Option<&'static SyncSender<Job>> {
+    static HELPER_QUEUE: OnceLock<Option<SyncSender<Job>>> = OnceLock::new();
     HELPER_QUEUE
         .get_or_init(|| {
-            let (queue, jobs) = mpsc::channel::<Job>();
+            let (queue, jobs) = mpsc::sync_channel::<Job>(QUEUE);
             std::thread::Builder::new()
                 .name("caf-integrity".into())
                 .spawn(move || jobs.into_iter().for_each(Job::run))
@@ -75,8 +79,8 @@ pub(super) fn start(bytes: &Arc<Vec<u8>>, skip: Range<usize>) -> Pending {
     let claim = Arc::new(AtomicU8::new(OPEN));
     let (done, result) = mpsc::sync_channel(1);
     if let Some(queue) = helper() {
-        // If the helper is gone, the job comes back here unclaimed.
-        let _ = queue.send(Job {
+        // If the queue is full or the helper is gone, the job stays here, unclaimed.
+        let _ = queue.try_send(Job {
             bytes: Arc::clone(bytes),
             skip: skip.clone(),
             claim: Arc::clone(&claim),
