@@ -8,7 +8,10 @@
 
 #![allow(clippy::unwrap_used)]
 
-use caf_core::format::{decode, decode_known, encode, fast_path, Limits, LoadError};
+use caf_core::format::{
+    decode, decode_known, decode_known_shared, encode, fast_path, Limits, LoadError,
+    PARALLEL_HASH_MIN_BYTES,
+};
 use caf_core::store::stated_integrity;
 use caf_core::workload::agent_run_step;
 use caf_core::{
@@ -22,6 +25,7 @@ use proptest::prelude::*;
 use proptest::sample::Index;
 use serde_json::{json, Value};
 use std::path::PathBuf;
+use std::sync::Arc;
 
 /// Every golden (valid) file: the example files of each version and the valid schema fixtures.
 fn golden_files() -> Vec<PathBuf> {
@@ -134,6 +138,49 @@ fn workload_checkpoints_decode_the_same_on_the_fast_path_and_through_the_store()
     assert_eq!(
         reopened.latest(&last.execution_id).unwrap().as_ref(),
         Some(last)
+    );
+}
+
+#[test]
+fn the_helper_thread_path_gives_what_decode_gives() {
+    let mut state = RuntimeState::new("helper-agent");
+    for s in 1..=100 {
+        agent_run_step(&mut state, s).unwrap();
+    }
+    let manager = CheckpointManager::new(caf_core::MemoryStore::new());
+    let options = CheckpointOptions::new(CheckpointReason::StepCompleted);
+    let c = manager.checkpoint(&mut state, options).unwrap();
+    let bytes = encode(&c).unwrap();
+    assert!(bytes.len() >= PARALLEL_HASH_MIN_BYTES);
+    let known = recorded(&bytes);
+    let limits = Limits::default();
+    let shared = Arc::new(bytes.clone());
+    for _ in 0..20 {
+        assert_eq!(
+            decode_known_shared(&shared, &limits, &known)
+                .unwrap()
+                .checkpoint,
+            c
+        );
+    }
+    // Damage anywhere: the helper's checksum (or the parse) tells, and the full path reports.
+    for at in [0, 100, 5_000, bytes.len() / 2, bytes.len() - 3] {
+        let mut damaged = bytes.clone();
+        damaged[at] ^= 0x20;
+        let damaged = Arc::new(damaged);
+        assert_eq!(
+            decode_known_shared(&damaged, &limits, &known),
+            decode(&damaged, &limits),
+            "byte {at}"
+        );
+    }
+    // A stale record: valid bytes, another checksum.
+    let stale = format!("sha256:{}", "1".repeat(64));
+    assert_eq!(
+        decode_known_shared(&shared, &limits, &stale)
+            .unwrap()
+            .checkpoint,
+        c
     );
 }
 

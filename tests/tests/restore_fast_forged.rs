@@ -60,8 +60,9 @@ fn nesting_beyond_any_limit_is_refused_as_before() {
     // 20,000 levels inside a current-version document that states a checksum.
     let deep = format!("{}{}", "[".repeat(20_000), "]".repeat(20_000));
     let known = format!("sha256:{}", "0".repeat(64));
+    let version = CURRENT_VERSION;
     let text = format!(
-        "{{\n  \"integrity\": \"{known}\",\n  \"version\": \"{CURRENT_VERSION}\",\n  \"x\": {deep}\n}}\n"
+        "{{\n  \"integrity\": \"{known}\",\n  \"version\": \"{version}\",\n  \"x\": {deep}\n}}\n"
     );
     for limits in [Limits::default(), SMALL] {
         assert!(fast_path(text.as_bytes(), &limits, &known).is_none());
@@ -234,5 +235,45 @@ fn a_duplicate_key_is_refused_even_when_the_record_vouches_for_it() {
             "{what}: {full:?}"
         );
         assert_eq!(decode_known(&bytes, &limits, &record), full, "{what}");
+    }
+}
+
+#[test]
+fn what_a_forged_record_can_pass_is_a_valid_value_spelled_otherwise() {
+    let limits = Limits::default();
+    let c = caf_tests::gen::full_checkpoint("ckpt_spelled", "exec_spelled");
+    let mut base: Value = serde_json::from_slice(&encode(&c).unwrap()).unwrap();
+    base.as_object_mut().unwrap().remove("integrity");
+    let reason = base["metadata"]["branch"]["reason"].clone();
+    type Spell = fn(&mut Value, &Value);
+    let spellings: [(&str, Spell); 4] = [
+        ("an optional member as null", |d, _| {
+            d["snapshot"]["progress"]["task"] = Value::Null;
+        }),
+        ("parent_id left out", |d, _| {
+            d.as_object_mut().unwrap().remove("parent_id");
+        }),
+        ("a timestamp with an offset", |d, _| {
+            d["timestamp"] = json!("2026-01-01T01:00:01.234+01:00");
+        }),
+        ("an object as the array of its members", |d, reason| {
+            d["metadata"]["branch"] = json!([reason]);
+        }),
+    ];
+    for (what, spell) in spellings {
+        let mut doc = base.clone();
+        spell(&mut doc, &reason);
+        let (bytes, record) = forged(&doc, |t| t);
+        assert!(
+            matches!(
+                decode(&bytes, &limits),
+                Err(caf_core::LoadError::Schema { .. })
+            ),
+            "{what}: the schema refuses it"
+        );
+        let read = fast_path(&bytes, &limits, &record).expect(what).checkpoint;
+        // The value is one a valid file holds: written back, it reads the same.
+        let again = encode(&read).unwrap();
+        assert_eq!(decode(&again, &limits).unwrap().checkpoint, read, "{what}");
     }
 }

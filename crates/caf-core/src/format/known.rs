@@ -6,34 +6,43 @@
 //! from a checked checkpoint, or read through the full [`decode`]. The bytes are accepted on the
 //! fast path only if
 //!
-//! 1. the file's first top-level `integrity` line is exactly `  "integrity": "<expected>",`,
-//! 2. the rest of the file hashes to `expected` (SHA-256: the same bytes as the validated text),
-//! 3. the bytes parse, typed, as a document of the current version whose one top-level
-//!    `integrity` member is `expected` (duplicate keys refused everywhere, see
+//! 1. the file's first line that starts like a top-level `integrity` member is exactly
+//!    `  "integrity": "<expected>",`,
+//! 2. the rest of the file hashes to `expected` (SHA-256),
+//! 3. the bytes parse, typed, as a document of the current version with exactly one top-level
+//!    `integrity` member, stating `expected` (duplicate keys refused everywhere, see
 //!    [`super::unique_keys`]), within the nesting limit, and
 //! 4. the checkpoint passes [`check`].
 //!
-//! By 2, the file minus that line is the validated canonical text; that text holds no raw newline
-//! inside a string, so the line sits between members of some object. By 3 it is a member of the
-//! top-level object (the only place an `integrity` member can be without making the typed parse
-//! fail or find a second one), so the document is the validated one, up to the order of its
-//! top-level members. Anything else — a changed byte, a stale record, an older version, a
-//! layout caf does not write, a typed failure, a value `check` refuses — goes through [`decode`],
-//! which reports the error exactly as it always has.
+//! Why that is the validated document: by 2, the file minus that line is byte for byte the
+//! validated file minus the line its record was read from. JSON strings hold no raw newline, so
+//! the line sits between two members of some object. By 3, the top-level `integrity` states
+//! `expected`; the validated file's own top-level `integrity` is still in the rest of the file
+//! unless it was that very line, and it states the checksum of content that includes any nested
+//! copy of the line, so it cannot state `expected` unless it is the line (SHA-256 has no known
+//! fixed point). So the line is the validated top-level member, at most moved among the top-level
+//! members, and the content is the validated content. Anything else — a changed byte, a stale
+//! record, an older version, a layout caf does not write, a typed failure, a value `check`
+//! refuses — goes through [`decode`], which reports the error exactly as it always has.
+//!
+//! A first look at the end of the file (a current-version document, as caf lays it out, ends with
+//! its `version` line) spares files of older versions the hash and the typed parse.
 
 use super::check::{check, check_depth, STRUCTURAL_DEPTH};
 use super::codec::{decode, Decoded, Limits, MAX_DEPTH_CAP};
 use super::error::LoadError;
-use super::integrity;
 use super::model::{Checkpoint, JsonObject, Metadata, Snapshot};
 use super::unique_keys::object;
 use super::CURRENT_VERSION;
+use super::{hash_helper, integrity};
 use crate::clock::Timestamp;
 use crate::id::{CheckpointId, ExecutionId};
 use serde::Deserialize;
+use std::sync::Arc;
 
-/// Below this size the checksum is computed on the parsing thread: starting a second thread
-/// costs more than it saves.
+/// From this size on, [`decode_known_shared`] computes the checksum on a helper thread (one
+/// long-lived thread for all callers; a caller hashes itself if the helper has not started its
+/// job) while it parses; below it, handing the job over costs more than it saves.
 pub const PARALLEL_HASH_MIN_BYTES: usize = 64 * 1024;
 
 /// A stored document of the current version: [`Checkpoint`]'s fields plus `integrity`.
@@ -72,15 +81,35 @@ impl Stored {
     }
 }
 
-/// Decodes file bytes whose content a trusted record says hashes to `expected_integrity`: on the
-/// fast path (see the module docs) when the bytes are what was recorded, else through
-/// [`decode`]. The result, error included, is always what [`decode`] gives.
+/// Decodes file bytes whose content a trusted record (a file store's index) says hashes to
+/// `expected_integrity`, the checksum of content validated before.
+///
+/// When the bytes are that content — their integrity line states `expected_integrity`, the rest
+/// of the file hashes to it, and they parse, typed, as a current-version document whose one
+/// top-level `integrity` is it, within `limits`, passing [`check`](super::check) — the checkpoint
+/// is typed straight from the bytes, without the JSON value tree and the schema (which that
+/// content already passed). Otherwise it is [`decode`]d. The result, error included, is what
+/// [`decode`] gives.
 pub fn decode_known(
     bytes: &[u8],
     limits: &Limits,
     expected_integrity: &str,
 ) -> Result<Decoded, LoadError> {
-    match fast_path(bytes, limits, expected_integrity) {
+    match fast(bytes, None, limits, expected_integrity) {
+        Some(decoded) => Ok(decoded),
+        None => decode(bytes, limits),
+    }
+}
+
+/// [`decode_known`] for bytes that can be shared with another thread: from
+/// [`PARALLEL_HASH_MIN_BYTES`] on, the checksum is computed on a helper thread while the bytes
+/// are parsed on this one. Same result.
+pub fn decode_known_shared(
+    bytes: &Arc<Vec<u8>>,
+    limits: &Limits,
+    expected_integrity: &str,
+) -> Result<Decoded, LoadError> {
+    match fast(bytes, Some(bytes), limits, expected_integrity) {
         Some(decoded) => Ok(decoded),
         None => decode(bytes, limits),
     }
@@ -88,6 +117,16 @@ pub fn decode_known(
 
 /// The fast path of [`decode_known`] alone: `None` where it would fall back to [`decode`].
 pub fn fast_path(bytes: &[u8], limits: &Limits, expected_integrity: &str) -> Option<Decoded> {
+    fast(bytes, None, limits, expected_integrity)
+}
+
+/// The fast path; `shared` is `bytes` when they can be hashed on the helper thread.
+fn fast(
+    bytes: &[u8],
+    shared: Option<&Arc<Vec<u8>>>,
+    limits: &Limits,
+    expected: &str,
+) -> Option<Decoded> {
     if bytes.len() as u64 > limits.max_bytes {
         return None;
     }
@@ -95,22 +134,30 @@ pub fn fast_path(bytes: &[u8], limits: &Limits, expected_integrity: &str) -> Opt
     if max_depth < STRUCTURAL_DEPTH {
         return None;
     }
-    let (before, after) = integrity::without_line(bytes, expected_integrity)?;
-    let hash = move || integrity::digest(&[before, after]);
+    if !ends_with_current_version(bytes) {
+        return None;
+    }
+    let (before, after) = integrity::without_line(bytes, expected)?;
     // Validating the whole text as UTF-8 once (a few µs) is cheaper than serde_json checking
     // each string it borrows from a byte slice.
     let text = std::str::from_utf8(bytes).ok()?;
-    let parse = || serde_json::from_str::<Stored>(text);
-    let (digest, stored) = if bytes.len() >= PARALLEL_HASH_MIN_BYTES {
-        in_parallel(hash, parse)
-    } else {
-        (Some(hash()), parse())
+    let parse = || serde_json::from_str::<Stored>(text).ok();
+    let stored = match shared.filter(|_| bytes.len() >= PARALLEL_HASH_MIN_BYTES) {
+        Some(shared) => {
+            let skip = before.len()..bytes.len() - after.len();
+            let pending = hash_helper::start(shared, skip);
+            let stored = parse()?;
+            (pending.finish() == expected).then_some(stored)?
+        }
+        None => {
+            // The checksum first: bytes that are not the recorded ones are not parsed twice.
+            if integrity::digest(&[before, after]) != expected {
+                return None;
+            }
+            parse()?
+        }
     };
-    if digest.as_deref() != Some(expected_integrity) {
-        return None;
-    }
-    let stored = stored.ok()?;
-    if stored.version != CURRENT_VERSION || stored.integrity != expected_integrity {
+    if stored.version != CURRENT_VERSION || stored.integrity != expected {
         return None;
     }
     let checkpoint = stored.into_checkpoint();
@@ -122,20 +169,15 @@ pub fn fast_path(bytes: &[u8], limits: &Limits, expected_integrity: &str) -> Opt
     })
 }
 
-/// Runs `hash` on a second thread while `parse` runs on this one. `None` for the hash if its
-/// thread panicked; if no thread can be started, both run here.
-fn in_parallel<H, P, T>(hash: H, parse: P) -> (Option<String>, T)
-where
-    H: FnOnce() -> String + Send + Copy,
-    P: FnOnce() -> T,
-{
-    std::thread::scope(
-        |s| match std::thread::Builder::new().spawn_scoped(s, hash) {
-            Ok(handle) => {
-                let parsed = parse();
-                (handle.join().ok(), parsed)
-            }
-            Err(_) => (Some(hash()), parse()),
-        },
-    )
+/// Whether the document ends as caf writes one of the current version: with its `version`
+/// member, the last in key order. A cheap first look, so that a file of an older version (which
+/// `decode` migrates) costs neither a hash nor a typed parse here; what is accepted is decided by
+/// the checks that follow, never by the layout.
+fn ends_with_current_version(bytes: &[u8]) -> bool {
+    const HEAD: &[u8] = b"\n  \"version\": \"";
+    const TAIL: &[u8] = b"\"\n}\n";
+    bytes
+        .strip_suffix(TAIL)
+        .and_then(|b| b.strip_suffix(CURRENT_VERSION.as_bytes()))
+        .is_some_and(|b| b.ends_with(HEAD))
 }

@@ -4,8 +4,10 @@
 //! `serde_json::Map` keep the last of two equal keys without a word. The model's free-form fields
 //! (variables, tool arguments and results, extensions, …) are read through these functions
 //! instead, so that a checkpoint typed straight from bytes ([`super::decode_known`]) is as strict
-//! about keys as [`super::json::parse_strict`]. Read from an already parsed `Value` (which cannot
-//! hold a duplicate) they behave exactly like `Value`'s own `Deserialize`.
+//! about keys as [`super::json::parse_strict`]. Otherwise they behave like serde's own
+//! `Deserialize` for `Value`, `Map` and `Vec` (the same values, the same words when a value has
+//! the wrong type), so reading from an already parsed `Value`, which cannot hold a duplicate, is
+//! unchanged.
 
 use super::model::JsonObject;
 use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
@@ -20,7 +22,7 @@ impl<'de> Visitor<'de> for UniqueValue {
     type Value = Value;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("any JSON value")
+        f.write_str("any valid JSON value")
     }
     fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
         Ok(Value::Bool(v))
@@ -70,7 +72,7 @@ impl<'de> Visitor<'de> for UniqueObject {
     type Value = JsonObject;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a JSON object")
+        f.write_str("a map")
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<JsonObject, A::Error> {
@@ -118,7 +120,7 @@ pub(crate) fn values<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Value>, D::E
     impl<'de> Visitor<'de> for Values {
         type Value = Vec<Value>;
         fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-            f.write_str("a JSON array")
+            f.write_str("a sequence")
         }
         fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<Value>, A::Error> {
             let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(4096));

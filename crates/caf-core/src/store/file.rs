@@ -7,13 +7,13 @@ use super::index::{mtime_ns, Entry, Index};
 use super::{CheckpointStore, CheckpointSummary, DamagedCheckpoint, ListFilter};
 use crate::clock::Timestamp;
 use crate::error::{Error, Result};
-use crate::format::{decode, decode_known, Checkpoint, Decoded, Encoder, Limits, LoadError};
+use crate::format::{decode, decode_known_shared, Checkpoint, Decoded, Encoder, Limits, LoadError};
 use crate::id::{check_id, CheckpointId, ExecutionId};
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime};
 
 /// How a [`FileStore`] reads and writes.
@@ -72,15 +72,16 @@ pub fn read_checkpoint_file(path: &Path, limits: &Limits) -> Result<Decoded> {
 
 /// Reads a checkpoint file like [`read_checkpoint_file`]; with `known_integrity`, the checksum a
 /// trusted record (the store's index) holds for content validated before, a file whose bytes
-/// are that content is decoded on the fast path ([`decode_known`]). Errors are the same.
+/// are that content is decoded on the fast path (see [`crate::format::decode_known`]). Errors
+/// are the same.
 pub fn read_known_checkpoint_file(
     path: &Path,
     limits: &Limits,
     known_integrity: Option<&str>,
 ) -> Result<Decoded> {
-    let bytes = read_regular_file(path, limits.max_bytes)?;
+    let bytes = Arc::new(read_regular_file(path, limits.max_bytes)?);
     match known_integrity {
-        Some(known) => decode_known(&bytes, limits, known),
+        Some(known) => decode_known_shared(&bytes, limits, known),
         None => decode(&bytes, limits),
     }
     .map_err(|error| Error::Load {
@@ -232,14 +233,14 @@ impl FileStore {
     ///
     /// A file whose bytes are what the index recorded when caf wrote or validated it (the same
     /// integrity checksum) is typed straight from its bytes, without the schema; any other file
-    /// is decoded in full (see [`decode_known`]).
+    /// is decoded in full (see [`decode_known`](crate::format::decode_known)).
     pub fn load_decoded(&self, id: &CheckpointId) -> Result<Decoded> {
         let known = self.known_integrity(id);
         self.load_known(id, known.as_deref())
     }
 
     /// Loads the file of `id`, on the fast path if its bytes hash to `known` (see
-    /// [`decode_known`]).
+    /// [`decode_known`](crate::format::decode_known)).
     fn load_known(&self, id: &CheckpointId, known: Option<&str>) -> Result<Decoded> {
         let path = self.path_of(id);
         match read_known_checkpoint_file(&path, &self.options.limits, known) {

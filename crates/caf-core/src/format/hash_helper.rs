@@ -1,0 +1,173 @@
+//! A helper thread that computes an integrity checksum while the caller parses the same bytes.
+//!
+//! One thread, started on first use and then blocked on a short queue while there is nothing to
+//! do, serves every caller. A caller hands it a job and parses; when done, it takes the job back if
+//! the helper has not started it yet (the helper is busy with another job, or has no core to run
+//! on) and hashes on its own thread. So a caller waits only for a job that is already running,
+//! never for the helper to be scheduled: on a loaded machine this costs what hashing in line
+//! costs, and on one with a free core the checksum is had for the price of the parse. (A scoped
+//! thread per load was measured too: starting it costs ~30 µs, and joining it on a busy machine
+//! waits for it to be scheduled, which doubled the median time of a restore.)
+
+use super::integrity::digest;
+use std::ops::Range;
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::mpsc::{self, Receiver, SyncSender};
+use std::sync::{Arc, OnceLock};
+
+/// The job is waiting for whoever takes it first.
+const OPEN: u8 = 0;
+/// The helper took it: its result will come.
+const HELPER: u8 = 1;
+/// The caller took it back.
+const CALLER: u8 = 2;
+
+/// The bytes to hash: `bytes` without the range `skip` (the integrity line).
+struct Job {
+    bytes: Arc<Vec<u8>>,
+    skip: Range<usize>,
+    claim: Arc<AtomicU8>,
+    done: SyncSender<String>,
+}
+
+fn hash(bytes: &[u8], skip: &Range<usize>) -> String {
+    digest(&[&bytes[..skip.start], &bytes[skip.end..]])
+}
+
+impl Job {
+    fn run(self) {
+        let taken = self
+            .claim
+            .compare_exchange(OPEN, HELPER, Ordering::AcqRel, Ordering::Acquire);
+        if taken.is_ok() {
+            // The caller waits on the other end; if it is gone, nobody needs the result.
+            let _ = self.done.send(hash(&self.bytes, &self.skip));
+        }
+    }
+}
+
+/// How many jobs may wait for the helper: more means it cannot keep up, and a caller does better
+/// to hash itself than to queue (a queued job keeps its bytes alive).
+const QUEUE: usize = 2;
+
+/// The helper's queue, `None` if no thread could be started.
+fn helper() -> Option<&'static SyncSender<Job>> {
+    static HELPER_QUEUE: OnceLock<Option<SyncSender<Job>>> = OnceLock::new();
+    HELPER_QUEUE
+        .get_or_init(|| {
+            let (queue, jobs) = mpsc::sync_channel::<Job>(QUEUE);
+            std::thread::Builder::new()
+                .name("caf-integrity".into())
+                .spawn(move || jobs.into_iter().for_each(Job::run))
+                .ok()
+                .map(|_| queue)
+        })
+        .as_ref()
+}
+
+/// A checksum being computed beside the caller.
+pub(super) struct Pending {
+    bytes: Arc<Vec<u8>>,
+    skip: Range<usize>,
+    claim: Arc<AtomicU8>,
+    result: Receiver<String>,
+}
+
+/// Starts hashing `bytes` without `skip` on the helper thread (or leaves the job for
+/// [`Pending::finish`] if there is no helper).
+pub(super) fn start(bytes: &Arc<Vec<u8>>, skip: Range<usize>) -> Pending {
+    let claim = Arc::new(AtomicU8::new(OPEN));
+    let (done, result) = mpsc::sync_channel(1);
+    if let Some(queue) = helper() {
+        // If the queue is full or the helper is gone, the job stays here, unclaimed.
+        let _ = queue.try_send(Job {
+            bytes: Arc::clone(bytes),
+            skip: skip.clone(),
+            claim: Arc::clone(&claim),
+            done,
+        });
+    }
+    Pending {
+        bytes: Arc::clone(bytes),
+        skip,
+        claim,
+        result,
+    }
+}
+
+impl Pending {
+    /// The checksum: hashed here if the helper has not started the job, else its result.
+    pub(super) fn finish(&self) -> String {
+        let mine = self
+            .claim
+            .compare_exchange(OPEN, CALLER, Ordering::AcqRel, Ordering::Acquire);
+        if mine.is_ok() {
+            return hash(&self.bytes, &self.skip);
+        }
+        // The helper sends exactly once for a job it took; if it died instead, hash here.
+        self.result
+            .recv()
+            .unwrap_or_else(|_| hash(&self.bytes, &self.skip))
+    }
+}
+
+impl Drop for Pending {
+    /// A job nobody needs any more (the parse failed) is taken back, so that the helper does not
+    /// hash for nothing.
+    fn drop(&mut self) {
+        let _ = self
+            .claim
+            .compare_exchange(OPEN, CALLER, Ordering::AcqRel, Ordering::Acquire);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gives_the_digest_of_the_bytes_without_the_skipped_range() {
+        let bytes = Arc::new(
+            (0..200_000u32)
+                .map(|i| (i % 251) as u8)
+                .collect::<Vec<u8>>(),
+        );
+        let skip = 1000..1100;
+        let want = digest(&[&bytes[..1000], &bytes[1100..]]);
+        for _ in 0..50 {
+            assert_eq!(start(&bytes, skip.clone()).finish(), want);
+        }
+        // Many callers at once: every job is answered, by the helper or by its caller.
+        std::thread::scope(|s| {
+            for _ in 0..4 {
+                s.spawn(|| {
+                    for _ in 0..20 {
+                        assert_eq!(start(&bytes, skip.clone()).finish(), want);
+                    }
+                });
+            }
+        });
+    }
+
+    #[test]
+    fn a_job_taken_back_is_hashed_by_its_caller() {
+        let bytes = Arc::new(vec![7u8; 1000]);
+        let pending = start(&bytes, 0..0);
+        let want = digest(&[&bytes]);
+        // Whoever wins the claim, the answer is the same.
+        assert_eq!(pending.finish(), want);
+        let (done, result) = mpsc::sync_channel(1);
+        let claim = Arc::new(AtomicU8::new(CALLER));
+        Job {
+            bytes: Arc::clone(&bytes),
+            skip: 0..0,
+            claim,
+            done,
+        }
+        .run();
+        assert!(
+            result.try_recv().is_err(),
+            "the helper skips a job taken back"
+        );
+    }
+}
