@@ -466,7 +466,7 @@ impl AnyConnection {
             #[cfg(feature = "postgres")]
             Self::Pg(_) => {
                 use diesel::RunQueryDsl;
-                crate::stmt::Stmt::new("SELECT pg_advisory_xact_lock(hashtextextended(?, 0))")
+                crate::statement::Stmt::new("SELECT pg_advisory_xact_lock(hashtextextended(?, 0))")
                     .text(execution_id)
                     .execute(self)
                     .map(|_| ())

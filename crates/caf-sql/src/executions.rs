@@ -5,12 +5,13 @@
 //! that is a string; `started_at` is the oldest checkpoint's time and `completed_at` the newest
 //! one's when the execution completed or failed. The row goes when the last checkpoint goes.
 
+use crate::checkpoint::checkpoint_row::task_of;
+use crate::checkpoint::entry_revisions::task_at;
+use crate::columns::text;
 use crate::connection::AnyConnection;
-use crate::entries::task_at;
 use crate::error::{Result, SqlError};
-use crate::rows::{task_of, text};
 use crate::schema::{checkpoints, executions};
-use crate::stmt::Stmt;
+use crate::statement::Stmt;
 use caf_core::format::{Checkpoint, CheckpointReason};
 use caf_core::ExecutionStatus;
 use diesel::prelude::*;
@@ -130,7 +131,7 @@ pub(crate) fn refresh_execution(conn: &mut AnyConnection, id: &str) -> Result<()
         .select(diesel::dsl::min(checkpoints::timestamp))
         .first(conn)
         .map_err(fail("finding its oldest checkpoint"))?;
-    let task = match crate::rows::task_in_rest(&rest) {
+    let task = match crate::checkpoint::checkpoint_row::task_in_rest(&rest) {
         Some(task) => task,
         None => task_at(conn, line, seq).map_err(fail("reading its task"))?,
     };

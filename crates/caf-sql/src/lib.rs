@@ -100,35 +100,31 @@
 #![forbid(unsafe_code)]
 
 mod analytics;
-mod cache;
+mod checkpoint;
+mod columns;
 mod connection;
 mod copies;
-mod entries;
+mod delete;
 mod error;
 mod executions;
 mod files;
-mod gc;
 mod hybrid;
-mod item_rows;
-mod items;
 mod list;
 #[cfg(feature = "test-support")]
 mod measure;
 pub mod open;
 mod pruned;
 mod queries;
-mod raw;
-mod rows;
 pub mod schema;
 #[cfg(all(feature = "postgres", feature = "test-support"))]
 mod scratch;
-mod statements;
-mod stmt;
+mod sql_console;
+mod statement;
 mod store;
-mod sync;
 pub mod verify;
 
 pub use analytics::{Averages, ExecutionStats, Stats, Totals};
+pub use checkpoint::save::SyncOutcome;
 pub use connection::{redact, sqlite_path, Backend, Durability, SqlOptions};
 pub use copies::{DatabaseCopy, Disagreement};
 pub use error::{Result, SqlError};
@@ -138,8 +134,7 @@ pub use hybrid::HybridStore;
 pub use measure::TableCounts;
 pub use open::{Access, Location, OpenError, Store};
 pub use queries::{ThoughtRow, ToolCallRow};
-pub use raw::SqlRows;
 #[cfg(all(feature = "postgres", feature = "test-support"))]
 pub use scratch::ScratchDatabase;
+pub use sql_console::SqlRows;
 pub use store::SqlStore;
-pub use sync::SyncOutcome;

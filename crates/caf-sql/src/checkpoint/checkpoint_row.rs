@@ -1,4 +1,5 @@
-//! Thin row types and the conversion of a [`Checkpoint`] to rows and back.
+//! The `checkpoints` row of a checkpoint (and the columns a listing reads): its header in
+//! normalized columns, and the conversion of a [`Checkpoint`] to that row and back.
 //!
 //! Normalized columns are for querying. A few values cannot be held by a column exactly — a NUL
 //! character (PostgreSQL `text` refuses it; it becomes U+FFFD on both backends, so that queries
@@ -8,7 +9,8 @@
 //! `content`, unless it has a NUL; a tool call's `args` and `result`, which are JSON text); the
 //! rest of the document is the `rest` JSON column.
 
-use crate::entries::Parts;
+use crate::checkpoint::entry_revisions::Parts;
+use crate::columns::{count, int, json, text, uint};
 use crate::schema::checkpoints;
 use caf_core::format::{
     Branch, Checkpoint, CheckpointReason, CompletedStep, Context, JsonObject, LastError, Metadata,
@@ -17,42 +19,7 @@ use caf_core::format::{
 use caf_core::{CheckpointId, CheckpointSummary, ExecutionId, Timestamp};
 use diesel::prelude::*;
 use serde::{Deserialize, Serialize};
-use std::borrow::Cow;
 use std::collections::BTreeMap;
-
-/// The query form of a string: NUL replaced by U+FFFD (PostgreSQL `text` cannot hold NUL).
-pub(crate) fn text(s: &str) -> Cow<'_, str> {
-    if s.contains('\0') {
-        Cow::Owned(s.replace('\0', "\u{fffd}"))
-    } else {
-        Cow::Borrowed(s)
-    }
-}
-
-/// Whether a filter value may match a string whose query form differs from it.
-pub(crate) fn is_ambiguous(s: &str) -> bool {
-    s.contains('\0') || s.contains('\u{fffd}')
-}
-
-/// A counter as a column: saturated at `i64::MAX`.
-pub(crate) fn int(u: u64) -> i64 {
-    i64::try_from(u).unwrap_or(i64::MAX)
-}
-
-/// A count or position as a column.
-pub(crate) fn count(n: usize) -> i64 {
-    i64::try_from(n).unwrap_or(i64::MAX)
-}
-
-/// A column counter back as `u64` (negative values, which caf never writes, become 0).
-pub(crate) fn uint(i: i64) -> u64 {
-    u64::try_from(i).unwrap_or(0)
-}
-
-/// JSON text of a value the caf types produced (serializing them into memory cannot fail).
-pub(crate) fn json<T: Serialize + ?Sized>(v: &T) -> String {
-    serde_json::to_string(v).unwrap_or_else(|_| "null".to_string())
-}
 
 /// The values whose column could not hold them exactly.
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -195,7 +162,7 @@ fn rest_of(c: &Checkpoint) -> String {
             description: c.metadata.description.as_deref(),
             extensions: &c.metadata.extensions,
         },
-        parts: crate::entries::counts(s),
+        parts: crate::checkpoint::entry_revisions::counts(s),
         progress: ProgressOut {
             iterations_completed: s.progress.iterations_completed,
             last_error: s.progress.last_error.as_ref(),

@@ -4,7 +4,8 @@
 //! thought's `content` (unless it has a NUL, which the column cannot hold), a tool call's
 //! `args` and `result` (JSON text columns). Reading an item back puts them together again.
 
-use crate::rows::{count, json, text, Damaged};
+use crate::checkpoint::checkpoint_row::Damaged;
+use crate::columns::{count, json, text};
 use crate::schema::{steps, thoughts, tool_calls};
 use caf_core::format::{CompletedStep, JsonObject, Thought, ToolCall};
 use diesel::prelude::*;

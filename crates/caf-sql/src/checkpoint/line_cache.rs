@@ -5,7 +5,7 @@
 //! seq and id are read inside the save's transaction); otherwise — another process appended, the
 //! tip was deleted — the items are read from the database instead.
 
-use crate::rows::Place;
+use crate::checkpoint::checkpoint_row::Place;
 use caf_core::format::{Checkpoint, Snapshot};
 use serde_json::Value;
 use std::collections::HashMap;

@@ -1,21 +1,22 @@
-//! Saving one checkpoint: lines, incremental item revisions, idempotence; and loading one.
+//! Saving one checkpoint: lines, incremental item revisions, idempotence.
 //!
 //! Everything here runs inside a transaction opened by the caller (see
 //! [`crate::connection::AnyConnection::in_tx`]), so a checkpoint is stored whole or not at all.
 
-use crate::cache::{LineCache, Tip};
-use crate::connection::{with_inner, AnyConnection, Backend};
-use crate::entries;
+use crate::checkpoint::checkpoint_row::{CheckpointRow, Place};
+use crate::checkpoint::entry_revisions;
+use crate::checkpoint::item_columns::ItemContext;
+use crate::checkpoint::item_revisions::{write_diff, ItemTable, Steps, Thoughts, ToolCalls};
+use crate::checkpoint::line_cache::{LineCache, Tip};
+use crate::checkpoint::load::load_in_tx;
+use crate::columns::text;
+use crate::connection::{with_inner, AnyConnection};
+use crate::delete::delete_in_tx;
 use crate::error::{Result, SqlError};
 use crate::executions::{ensure_execution, saved_into_execution};
-use crate::gc::delete_in_tx;
-use crate::item_rows::ItemContext;
-use crate::items::{load_items, write_diff, ItemTable, LoadItemsError, Steps, Thoughts, ToolCalls};
-use crate::rows::{text, CheckpointRow, Place};
 use crate::schema::{checkpoint_labels, checkpoints, lines};
-use crate::stmt::Stmt;
+use crate::statement::Stmt;
 use caf_core::format::Checkpoint;
-use caf_core::CheckpointId;
 use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Bool, Nullable, Text};
 use std::collections::BTreeSet;
@@ -181,7 +182,7 @@ pub(crate) fn save_in_tx(
         checkpoint_id: id.to_string(),
     };
     let new = &c.snapshot;
-    entries::write_diff(conn, &ctx, old.as_ref().map(|t| &t.snapshot), new)
+    entry_revisions::write_diff(conn, &ctx, old.as_ref().map(|t| &t.snapshot), new)
         .map_err(fail("context entries"))?;
     // The previous snapshot becomes this one, copying only what changed: the next save of the
     // line compares against it.
@@ -248,63 +249,4 @@ fn previous_snapshot(
         id: parent.to_string(),
     })?;
     Ok(Tip::of(&loaded, place))
-}
-
-pub(crate) fn items_error(backend: Backend, what: &str, e: LoadItemsError) -> SqlError {
-    match e {
-        LoadItemsError::Query(source) => SqlError::Query {
-            backend,
-            context: format!("loading {what}"),
-            source,
-        },
-        LoadItemsError::Damaged(message) => SqlError::Corrupt {
-            backend,
-            what: what.to_string(),
-            message,
-        },
-    }
-}
-
-/// Loads a checkpoint in the open (read) transaction; `None` if there is none with this id.
-pub(crate) fn load_in_tx(
-    conn: &mut AnyConnection,
-    id: &CheckpointId,
-) -> Result<Option<Checkpoint>> {
-    let backend = conn.backend();
-    let what = format!("checkpoint {id}");
-    let damaged = |message: String| SqlError::Corrupt {
-        backend,
-        what: what.clone(),
-        message,
-    };
-    let row: Option<CheckpointRow> = checkpoints::table
-        .select(CheckpointRow::as_select())
-        .filter(checkpoints::id.eq(id.as_str()))
-        .first(conn)
-        .optional()
-        .map_err(SqlError::query(backend, format!("loading {id}")))?;
-    let Some(row) = row else { return Ok(None) };
-    let rest = row.rest().map_err(|d| damaged(d.0))?;
-    let Place { line_id, seq } = row.place();
-    let thoughts = load_items::<Thoughts>(conn, line_id, seq, row.thought_count)
-        .map_err(|e| items_error(backend, &what, e))?;
-    let calls = load_items::<ToolCalls>(conn, line_id, seq, row.call_count)
-        .map_err(|e| items_error(backend, &what, e))?;
-    let steps = load_items::<Steps>(conn, line_id, seq, row.step_count)
-        .map_err(|e| items_error(backend, &what, e))?;
-    let parts = entries::load(conn, line_id, seq, &rest.parts).map_err(|e| match e {
-        entries::LoadError::Query(source) => SqlError::Query {
-            backend,
-            context: format!("loading {id}"),
-            source,
-        },
-        entries::LoadError::Damaged(m) => damaged(m),
-    })?;
-    let stored = row
-        .into_checkpoint(rest, thoughts, calls, steps, parts)
-        .map_err(|d| damaged(d.0))?;
-    // A row written by an older caf holds an older format version: it loads as the current one.
-    caf_core::format::upgrade(stored)
-        .map(Some)
-        .map_err(|e| damaged(e.to_string()))
 }

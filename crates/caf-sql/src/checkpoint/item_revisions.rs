@@ -5,9 +5,12 @@
 //! continues a line compares its items with those of the previous checkpoint, position by
 //! position, and writes only the differences; restoring reads the revisions visible at a seq.
 
+use crate::checkpoint::checkpoint_row::Damaged;
+use crate::checkpoint::item_columns::{
+    call_from, thought_from, ItemContext, NewStep, NewThought, NewToolCall,
+};
+use crate::columns::count;
 use crate::connection::{insert_rows, AnyConnection};
-use crate::item_rows::{call_from, thought_from, ItemContext, NewStep, NewThought, NewToolCall};
-use crate::rows::{count, Damaged};
 use crate::schema::{steps, thoughts, tool_calls};
 use caf_core::format::{CompletedStep, Snapshot, Thought, ToolCall};
 use diesel::prelude::*;

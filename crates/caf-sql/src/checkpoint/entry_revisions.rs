@@ -7,9 +7,9 @@
 //! sit at their position in key order; pending steps are numbered from the end, so that
 //! completing the next step (removing the first) closes one row instead of moving all.
 
+use crate::checkpoint::item_columns::ItemContext;
+use crate::columns::{count, json, text};
 use crate::connection::{insert_rows, AnyConnection};
-use crate::item_rows::ItemContext;
-use crate::rows::{count, json, text};
 use crate::schema::entries;
 use caf_core::format::{JsonObject, Snapshot};
 use diesel::prelude::*;
