@@ -498,21 +498,6 @@ macro_rules! with_inner {
 }
 pub(crate) use with_inner;
 
-/// Inserts the rows of the slice `$rows` into `$table`: one row as a single-row statement
-/// (which diesel keeps prepared), several in one multi-row statement.
-macro_rules! insert_rows {
-    ($conn:expr, $table:path, $rows:expr) => {
-        match $rows {
-            [] => Ok(0),
-            [one] => diesel::insert_into($table).values(one).execute($conn),
-            many => {
-                $crate::connection::with_inner!($conn, c => diesel::insert_into($table).values(many).execute(c))
-            }
-        }
-    };
-}
-pub(crate) use insert_rows;
-
 #[cfg(test)]
 mod tests {
     use super::*;

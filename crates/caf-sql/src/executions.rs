@@ -11,7 +11,8 @@ use crate::columns::text;
 use crate::connection::AnyConnection;
 use crate::error::{Result, SqlError};
 use crate::schema::{checkpoints, executions};
-use crate::statement::Stmt;
+use crate::statement::fixed::execute;
+use crate::statement::{shape, Param};
 use caf_core::format::{Checkpoint, CheckpointReason};
 use caf_core::ExecutionStatus;
 use diesel::prelude::*;
@@ -31,30 +32,49 @@ pub(crate) fn status_from_column(s: &str) -> ExecutionStatus {
     s.parse().unwrap_or(ExecutionStatus::Running)
 }
 
+shape!(
+    /// Creates an execution's row unless it has one.
+    EnsureExecution,
+    "INSERT INTO executions (id, agent_id, task, started_at, status) VALUES (?, ?, ?, ?, ?) \
+     ON CONFLICT (id) DO NOTHING"
+);
+
+shape!(
+    /// Updates an execution's row from its checkpoint if that is its newest.
+    SavedNewest,
+    "UPDATE executions SET agent_id = ?, task = ?, status = ?, completed_at = ?, \
+     last_checkpoint_id = ?, last_checkpoint_at = ?, \
+     started_at = CASE WHEN started_at > ? THEN ? ELSE started_at END \
+     WHERE id = ? AND (last_checkpoint_at IS NULL OR last_checkpoint_at < ? \
+     OR (last_checkpoint_at = ? AND last_checkpoint_id < ?))"
+);
+
+shape!(
+    /// Moves an execution's start back to an older checkpoint's time.
+    SavedOlder,
+    "UPDATE executions SET started_at = ? WHERE id = ? AND started_at > ?"
+);
+
 /// Creates the execution's row if it has none yet (before its first checkpoint goes in).
 pub(crate) fn ensure_execution(conn: &mut AnyConnection, c: &Checkpoint) -> Result<()> {
     let backend = conn.backend();
     let id = c.execution_id.as_str();
-    let fail = |what: &str| SqlError::query(backend, format!("execution {id}: {what}"));
-    let exists = executions::table
-        .select(executions::id)
-        .filter(executions::id.eq(id))
-        .first::<String>(conn)
-        .optional()
-        .map_err(fail("looking it up"))?
-        .is_some();
-    if !exists {
-        diesel::insert_into(executions::table)
-            .values((
-                executions::id.eq(id),
-                executions::agent_id.eq(text(&c.agent_id)),
-                executions::task.eq(task_of(c)),
-                executions::started_at.eq(c.timestamp.as_micros()),
-                executions::status.eq(ExecutionStatus::Running.as_str()),
-            ))
-            .execute(conn)
-            .map_err(fail("creating it"))?;
-    }
+    let agent = text(&c.agent_id);
+    let task = task_of(c);
+    execute::<EnsureExecution>(
+        conn,
+        &[
+            Param::Text(id),
+            Param::Text(&agent),
+            Param::Text(&task),
+            Param::Int(c.timestamp.as_micros()),
+            Param::Text(ExecutionStatus::Running.as_str()),
+        ],
+    )
+    .map_err(SqlError::query(
+        backend,
+        format!("execution {id}: creating it"),
+    ))?;
     Ok(())
 }
 
@@ -63,37 +83,38 @@ pub(crate) fn ensure_execution(conn: &mut AnyConnection, c: &Checkpoint) -> Resu
 pub(crate) fn saved_into_execution(conn: &mut AnyConnection, c: &Checkpoint) -> Result<()> {
     let backend = conn.backend();
     let id = c.execution_id.as_str();
-    let fail = |what: &str| SqlError::query(backend, format!("execution {id}: {what}"));
+    let fail = |what: &'static str| {
+        move |source| SqlError::Query {
+            backend,
+            context: format!("execution {id}: {what}"),
+            source,
+        }
+    };
     let at = c.timestamp.as_micros();
     let status = ExecutionStatus::from_reason(&c.metadata.checkpoint_reason);
     let completed_at = status.is_finished().then_some(at);
-    let newest = Stmt::new(
-        "UPDATE executions SET agent_id = ?, task = ?, status = ?, completed_at = ?, \
-         last_checkpoint_id = ?, last_checkpoint_at = ?, \
-         started_at = CASE WHEN started_at > ? THEN ? ELSE started_at END \
-         WHERE id = ? AND (last_checkpoint_at IS NULL OR last_checkpoint_at < ? \
-         OR (last_checkpoint_at = ? AND last_checkpoint_id < ?))",
+    let agent = text(&c.agent_id);
+    let task = task_of(c);
+    let newest = execute::<SavedNewest>(
+        conn,
+        &[
+            Param::Text(&agent),
+            Param::Text(&task),
+            Param::Text(status.as_str()),
+            Param::OptInt(completed_at),
+            Param::Text(c.id.as_str()),
+            Param::Int(at),
+            Param::Int(at),
+            Param::Int(at),
+            Param::Text(id),
+            Param::Int(at),
+            Param::Int(at),
+            Param::Text(c.id.as_str()),
+        ],
     )
-    .text(text(&c.agent_id))
-    .text(task_of(c))
-    .text(status.as_str())
-    .opt_int(completed_at)
-    .text(c.id.as_str())
-    .int(at)
-    .int(at)
-    .int(at)
-    .text(id)
-    .int(at)
-    .int(at)
-    .text(c.id.as_str())
-    .execute(conn)
     .map_err(fail("updating it"))?;
     if newest == 0 {
-        Stmt::new("UPDATE executions SET started_at = ? WHERE id = ? AND started_at > ?")
-            .int(at)
-            .text(id)
-            .int(at)
-            .execute(conn)
+        execute::<SavedOlder>(conn, &[Param::Int(at), Param::Text(id), Param::Int(at)])
             .map_err(fail("updating its start"))?;
     }
     Ok(())

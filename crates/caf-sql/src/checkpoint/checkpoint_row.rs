@@ -11,7 +11,10 @@
 
 use crate::checkpoint::entry_revisions::Parts;
 use crate::columns::{count, int, json, text, uint};
+use crate::connection::AnyConnection;
 use crate::schema::checkpoints;
+use crate::statement::fixed::execute;
+use crate::statement::{shape, Param};
 use caf_core::format::{
     Branch, Checkpoint, CheckpointReason, CompletedStep, Context, JsonObject, LastError, Metadata,
     PlanStep, Progress, Snapshot, Thought, ThoughtChain, ToolCall, ToolState,
@@ -195,8 +198,8 @@ pub(crate) fn task_in_rest(rest: &str) -> Option<String> {
 }
 
 /// A `checkpoints` row.
-#[derive(Debug, Clone, Queryable, Selectable, Insertable)]
-#[diesel(table_name = checkpoints, treat_none_as_default_value = false)]
+#[derive(Debug, Clone, Queryable, Selectable)]
+#[diesel(table_name = checkpoints)]
 pub(crate) struct CheckpointRow {
     pub id: String,
     pub parent_id: Option<String>,
@@ -220,6 +223,40 @@ pub(crate) struct CheckpointRow {
     pub exact: Option<String>,
     pub rest: String,
 }
+
+/// The columns of `checkpoints`, in the order [`CheckpointRow::values`] gives them.
+macro_rules! checkpoint_columns {
+    () => {
+        "INSERT INTO checkpoints (id, parent_id, execution_id, agent_id, \"timestamp\", version, \
+         step_number, reason, tokens_used, duration_ms, name, labels, integrity, bytes, line_id, \
+         seq, thought_count, call_count, step_count, exact, rest) "
+    };
+}
+
+shape!(
+    /// Inserts a `checkpoints` row.
+    InsertCheckpoint,
+    concat!(
+        checkpoint_columns!(),
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    )
+);
+
+shape!(
+    /// Inserts a `checkpoints` row that continues a line, only if the line's tip is still the
+    /// checkpoint it continues: the line is there and not sealed, that checkpoint is at the seq
+    /// before, and nothing comes after it. An existing row with the same id is left alone
+    /// (`ON CONFLICT DO NOTHING`): no row goes in then either.
+    AppendCheckpoint,
+    concat!(
+        checkpoint_columns!(),
+        "SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? \
+         WHERE EXISTS (SELECT 1 FROM lines WHERE id = ? AND NOT sealed) \
+         AND EXISTS (SELECT 1 FROM checkpoints WHERE id = ? AND line_id = ? AND seq = ?) \
+         AND NOT EXISTS (SELECT 1 FROM checkpoints WHERE line_id = ? AND seq > ?) \
+         ON CONFLICT DO NOTHING"
+    )
+);
 
 /// The columns a listing reads.
 #[derive(Debug, Clone, Queryable, Selectable)]
@@ -278,6 +315,60 @@ impl CheckpointRow {
             exact: Exact::of(c),
             rest: rest_of(c),
         }
+    }
+
+    /// The row's values, in the order of [`InsertCheckpoint`]'s columns.
+    fn values(&self) -> [Param<'_>; 21] {
+        [
+            Param::Text(&self.id),
+            Param::OptText(self.parent_id.as_deref()),
+            Param::Text(&self.execution_id),
+            Param::Text(&self.agent_id),
+            Param::Int(self.timestamp),
+            Param::Text(&self.version),
+            Param::Int(self.step_number),
+            Param::Text(&self.reason),
+            Param::Int(self.tokens_used),
+            Param::Int(self.duration_ms),
+            Param::OptText(self.name.as_deref()),
+            Param::Text(&self.labels),
+            Param::Text(&self.integrity),
+            Param::Int(self.bytes),
+            Param::Int(self.line_id),
+            Param::Int(self.seq),
+            Param::Int(self.thought_count),
+            Param::Int(self.call_count),
+            Param::Int(self.step_count),
+            Param::OptText(self.exact.as_deref()),
+            Param::Text(&self.rest),
+        ]
+    }
+
+    /// Inserts the row.
+    pub fn insert(&self, conn: &mut AnyConnection) -> QueryResult<()> {
+        execute::<InsertCheckpoint>(conn, &self.values()).map(|_| ())
+    }
+
+    /// Inserts the row if checkpoint `parent`, at `parent_place`, is still the tip of the line
+    /// this row continues (see [`AppendCheckpoint`]); `false` if it is not, or if a row with
+    /// this id exists: nothing was written then.
+    pub fn append(
+        &self,
+        conn: &mut AnyConnection,
+        parent: &str,
+        parent_place: Place,
+    ) -> QueryResult<bool> {
+        let mut values = Vec::with_capacity(28);
+        values.extend(self.values());
+        values.extend([
+            Param::Int(parent_place.line_id),
+            Param::Text(parent),
+            Param::Int(parent_place.line_id),
+            Param::Int(parent_place.seq),
+            Param::Int(parent_place.line_id),
+            Param::Int(parent_place.seq),
+        ]);
+        Ok(execute::<AppendCheckpoint>(conn, &values)? == 1)
     }
 
     pub fn place(&self) -> Place {

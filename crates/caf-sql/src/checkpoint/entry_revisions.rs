@@ -9,15 +9,15 @@
 
 use crate::checkpoint::item_columns::ItemContext;
 use crate::columns::{count, json, text};
-use crate::connection::{insert_rows, AnyConnection};
+use crate::connection::AnyConnection;
 use crate::schema::entries;
+use crate::statement::fixed::{execute_groups, insert_rows, padded, Row};
+use crate::statement::{shape, Param};
 use caf_core::format::{JsonObject, Snapshot};
 use diesel::prelude::*;
 use serde_json::Value;
+use std::borrow::Cow;
 use std::collections::BTreeMap;
-
-/// Rows per multi-row statement.
-const CHUNK: usize = 400;
 
 /// The parts, in the order they are stored.
 pub(crate) const PARTS: [&str; 7] = [
@@ -41,10 +41,10 @@ enum Entry<'a> {
     Step(&'a str),
 }
 
-impl Entry<'_> {
-    fn key(&self) -> Option<String> {
+impl<'a> Entry<'a> {
+    fn key(&self) -> Option<Cow<'a, str>> {
         match self {
-            Self::Member(k, _) => Some(text(k).into_owned()),
+            Self::Member(k, _) => Some(text(k)),
             _ => None,
         }
     }
@@ -89,54 +89,96 @@ fn part_of<'a>(s: &'a Snapshot, part: &str) -> Vec<Entry<'a>> {
 
 /// How many entries each part of `s` has (parts with none are left out).
 pub(crate) fn counts(s: &Snapshot) -> BTreeMap<&'static str, u64> {
-    PARTS
-        .iter()
-        .map(|p| (*p, part_of(s, p).len() as u64))
-        .filter(|(_, n)| *n > 0)
-        .collect()
+    let c = &s.context;
+    [
+        ("history", c.history.len()),
+        ("memory", c.memory.len()),
+        ("messages", c.messages.len()),
+        ("pending_steps", s.progress.pending_steps.len()),
+        ("results", s.tool_state.results.len()),
+        ("state", c.state.len()),
+        ("variables", c.variables.len()),
+    ]
+    .into_iter()
+    .filter(|(_, n)| *n > 0)
+    .map(|(p, n)| (p, n as u64))
+    .collect()
 }
 
-#[derive(Insertable)]
-#[diesel(table_name = entries, treat_none_as_default_value = false)]
+shape!(
+    /// A multi-row insert into `entries`.
+    InsertEntries,
+    "INSERT INTO entries (line_id, part, position, from_seq, execution_id, \
+     first_checkpoint_id, \"key\", payload) VALUES ",
+    "(?, ?, ?, ?, ?, ?, ?, ?)",
+    ""
+);
+
+shape!(
+    /// Closes the current entries at a list of (part, position) pairs of a line: `to_seq`, the
+    /// pairs, the line. (A join with the list, so that each pair is one index lookup.)
+    CloseEntries,
+    "UPDATE entries SET to_seq = ? FROM (VALUES ",
+    "(?, ?)",
+    ") AS closed WHERE entries.line_id = ? AND entries.to_seq IS NULL \
+     AND entries.part = closed.column1 AND entries.position = closed.column2"
+);
+
+/// A new `entries` row.
 struct NewEntry<'a> {
-    line_id: i64,
+    ctx: ItemContext<'a>,
     part: &'static str,
     position: i64,
-    from_seq: i64,
-    execution_id: &'a str,
-    first_checkpoint_id: &'a str,
-    key: Option<String>,
+    key: Option<Cow<'a, str>>,
     payload: String,
 }
 
-/// Writes the entry revisions that turn `old` (the previous checkpoint of the line; `None` for a
-/// new line) into `new` at `ctx.seq`.
+impl Row for NewEntry<'_> {
+    fn values<'a>(&'a self, out: &mut Vec<Param<'a>>) {
+        out.extend([
+            Param::Int(self.ctx.line_id),
+            Param::Text(self.part),
+            Param::Int(self.position),
+            Param::Int(self.ctx.seq),
+            Param::Text(self.ctx.execution_id),
+            Param::Text(self.ctx.checkpoint_id),
+            Param::OptText(self.key.as_deref()),
+            Param::Text(&self.payload),
+        ]);
+    }
+}
+
+/// Writes the entry revisions that turn `old` (the snapshot of the previous checkpoint of the
+/// line; empty for a new line) into `new` at `ctx.seq`. `old`'s lists and maps are updated to
+/// `new`'s on the way, copying only the entries that changed (for the line cache).
 pub(crate) fn write_diff(
     conn: &mut AnyConnection,
-    ctx: &ItemContext,
-    old: Option<&Snapshot>,
+    ctx: ItemContext<'_>,
+    old: &mut Snapshot,
     new: &Snapshot,
 ) -> QueryResult<()> {
-    let mut added = Vec::new();
+    // The new entries (position, entry) and their rows, and which of them each part has.
+    let (mut added, mut rows) = (Vec::new(), Vec::new());
+    let mut changed = Vec::new();
+    let mut closed = Vec::new();
     for part in PARTS {
-        let before = old.map(|s| part_of(s, part)).unwrap_or_default();
+        let before = part_of(old, part);
         let after = part_of(new, part);
-        let mut closed = Vec::new();
+        let first = added.len();
+        let closed_before = closed.len();
         for i in 0..before.len().max(after.len()) {
             match (before.get(i), after.get(i)) {
                 (Some(b), Some(a)) if b == a => {}
                 (b, a) => {
                     if b.is_some() {
-                        closed.push(count(i));
+                        closed.push((part, count(i)));
                     }
                     if let Some(a) = a {
-                        added.push(NewEntry {
-                            line_id: ctx.line_id,
+                        added.push((i, *a));
+                        rows.push(NewEntry {
+                            ctx,
                             part,
                             position: count(i),
-                            from_seq: ctx.seq,
-                            execution_id: &ctx.execution_id,
-                            first_checkpoint_id: &ctx.checkpoint_id,
                             key: a.key(),
                             payload: a.payload(),
                         });
@@ -144,25 +186,75 @@ pub(crate) fn write_diff(
                 }
             }
         }
-        for chunk in closed.chunks(CHUNK) {
-            let current = entries::table
-                .filter(entries::line_id.eq(ctx.line_id))
-                .filter(entries::part.eq(part))
-                .filter(entries::to_seq.is_null());
-            match chunk {
-                [one] => diesel::update(current.filter(entries::position.eq(*one)))
-                    .set(entries::to_seq.eq(ctx.seq))
-                    .execute(conn)?,
-                many => diesel::update(current.filter(entries::position.eq_any(many)))
-                    .set(entries::to_seq.eq(ctx.seq))
-                    .execute(conn)?,
-            };
+        if closed.len() > closed_before || added.len() > first {
+            changed.push((part, first..added.len()));
         }
     }
-    for chunk in added.chunks(CHUNK) {
-        insert_rows!(conn, entries::table, chunk)?;
+    close(conn, ctx, &closed)?;
+    insert_rows::<InsertEntries, _>(conn, &rows)?;
+    for (part, range) in changed {
+        catch_up(old, new, part, &added[range]);
     }
     Ok(())
+}
+
+/// Closes the current entries at the (part, position) pairs `closed`: they end before `ctx.seq`.
+fn close(
+    conn: &mut AnyConnection,
+    ctx: ItemContext<'_>,
+    closed: &[(&'static str, i64)],
+) -> QueryResult<()> {
+    let mut values = Vec::new();
+    for list in padded(closed) {
+        values.clear();
+        values.push(Param::Int(ctx.seq));
+        for (part, position) in &list {
+            values.extend([Param::Text(part), Param::Int(*position)]);
+        }
+        values.push(Param::Int(ctx.line_id));
+        execute_groups::<CloseEntries>(conn, list.len(), &values)?;
+    }
+    Ok(())
+}
+
+/// Makes part `part` of `old` equal to `new`'s, given the entries `added` at their positions
+/// (all the positions where the two differ, in order).
+fn catch_up(old: &mut Snapshot, new: &Snapshot, part: &str, added: &[(usize, Entry<'_>)]) {
+    fn list(old: &mut Vec<Value>, new: &[Value], added: &[(usize, Entry<'_>)]) {
+        old.truncate(new.len());
+        for (i, entry) in added {
+            if let Entry::Item(v) = entry {
+                match old.get_mut(*i) {
+                    Some(slot) => *slot = (*v).clone(),
+                    None => old.push((*v).clone()),
+                }
+            }
+        }
+    }
+    fn map(old: &mut JsonObject, new: &JsonObject, added: &[(usize, Entry<'_>)]) {
+        for (_, entry) in added {
+            if let Entry::Member(k, v) = entry {
+                old.insert((*k).to_string(), (*v).clone());
+            }
+        }
+        // `old` now has every key of `new`: it has others only if its size differs.
+        if old.len() != new.len() {
+            old.retain(|k, _| new.contains_key(k));
+        }
+    }
+    let (c, n) = (&mut old.context, &new.context);
+    match part {
+        "history" => list(&mut c.history, &n.history, added),
+        "memory" => list(&mut c.memory, &n.memory, added),
+        "messages" => list(&mut c.messages, &n.messages, added),
+        "state" => map(&mut c.state, &n.state, added),
+        "variables" => map(&mut c.variables, &n.variables, added),
+        "results" => map(&mut old.tool_state.results, &new.tool_state.results, added),
+        _ => old
+            .progress
+            .pending_steps
+            .clone_from(&new.progress.pending_steps),
+    }
 }
 
 /// The lists and maps of a snapshot, read back.

@@ -15,4 +15,7 @@ pub(crate) mod item_columns;
 pub(crate) mod item_revisions;
 pub(crate) mod line_cache;
 pub(crate) mod load;
+pub(crate) mod parent_lookup;
 pub(crate) mod save;
+#[cfg(test)]
+mod tests;

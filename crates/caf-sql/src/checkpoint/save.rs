@@ -2,6 +2,17 @@
 //!
 //! Everything here runs inside a transaction opened by the caller (see
 //! [`crate::connection::AnyConnection::in_tx`]), so a checkpoint is stored whole or not at all.
+//!
+//! The usual save continues a line this store wrote last (its tip is in the [`LineCache`]): its
+//! `checkpoints` row goes in first, on the condition that the parent is still the line's tip
+//! ([`CheckpointRow::append`], one statement that both checks and writes); then the differences
+//! from the cached snapshot, and the execution's row. That is every statement of the save,
+//! each prepared once per connection: on the agent-run workload, six (the checkpoint, one
+//! thought, one tool call, the variables that changed closed and their new revisions with the
+//! new tool result inserted, the execution). Anything else — no cached tip, the tip moved on in
+//! another process, the same id saved again — takes the general path: read what is stored
+//! ([`lookup`]), then replace, continue (reading the parent back if it is not cached) or start
+//! a line.
 
 use crate::checkpoint::checkpoint_row::{CheckpointRow, Place};
 use crate::checkpoint::entry_revisions;
@@ -9,16 +20,15 @@ use crate::checkpoint::item_columns::ItemContext;
 use crate::checkpoint::item_revisions::{write_diff, ItemTable, Steps, Thoughts, ToolCalls};
 use crate::checkpoint::line_cache::{LineCache, Tip};
 use crate::checkpoint::load::load_in_tx;
+use crate::checkpoint::parent_lookup::lookup;
 use crate::columns::text;
-use crate::connection::{with_inner, AnyConnection};
+use crate::connection::{AnyConnection, Backend};
 use crate::delete::delete_in_tx;
 use crate::error::{Result, SqlError};
 use crate::executions::{ensure_execution, saved_into_execution};
-use crate::schema::{checkpoint_labels, checkpoints, lines};
-use crate::statement::Stmt;
+use crate::statement::fixed::{execute, insert_rows, Row};
+use crate::statement::{shape, Param};
 use caf_core::format::Checkpoint;
-use diesel::prelude::*;
-use diesel::sql_types::{BigInt, Bool, Nullable, Text};
 use std::collections::BTreeSet;
 
 /// What caf writes for a checkpoint: its integrity checksum and size.
@@ -60,62 +70,29 @@ pub(crate) struct Saved {
     pub tip: Option<Tip>,
 }
 
-/// What a save needs to know first, read in one statement: the stored version of the
-/// checkpoint, if any, and where its parent is.
-#[derive(QueryableByName)]
-struct Lookup {
-    #[diesel(sql_type = Nullable<Text>)]
-    existing_integrity: Option<String>,
-    #[diesel(sql_type = Nullable<Text>)]
-    existing_execution: Option<String>,
-    #[diesel(sql_type = Nullable<BigInt>)]
-    parent_line: Option<i64>,
-    #[diesel(sql_type = Nullable<BigInt>)]
-    parent_seq: Option<i64>,
-    #[diesel(sql_type = Nullable<Text>)]
-    line_execution: Option<String>,
-    #[diesel(sql_type = Nullable<Bool>)]
-    line_sealed: Option<bool>,
-    #[diesel(sql_type = Nullable<BigInt>)]
-    tip_seq: Option<i64>,
+shape!(
+    /// Starts a line (`id`, `execution_id`).
+    StartLine,
+    "INSERT INTO lines (id, execution_id, sealed) VALUES (?, ?, ?)"
+);
+
+shape!(
+    /// A multi-row insert into `checkpoint_labels`.
+    InsertLabels,
+    "INSERT INTO checkpoint_labels (checkpoint_id, label) VALUES ",
+    "(?, ?)",
+    ""
+);
+
+/// A `checkpoint_labels` row.
+struct LabelRow<'a> {
+    checkpoint_id: &'a str,
+    label: &'a str,
 }
 
-const LOOKUP: &str = "SELECT \
-    (SELECT integrity FROM checkpoints WHERE id = ?) AS existing_integrity, \
-    (SELECT execution_id FROM checkpoints WHERE id = ?) AS existing_execution, \
-    p.line_id AS parent_line, p.seq AS parent_seq, l.execution_id AS line_execution, \
-    l.sealed AS line_sealed, \
-    (SELECT MAX(t.seq) FROM checkpoints t WHERE t.line_id = p.line_id) AS tip_seq \
-    FROM (SELECT 1 AS one) AS o \
-    LEFT JOIN checkpoints p ON p.id = ? \
-    LEFT JOIN lines l ON l.id = p.line_id";
-
-fn lookup(conn: &mut AnyConnection, c: &Checkpoint) -> QueryResult<Lookup> {
-    let parent = c.parent_id.as_ref().map(|p| p.as_str());
-    let rows: Vec<Lookup> = Stmt::new(LOOKUP)
-        .text(c.id.as_str())
-        .text(c.id.as_str())
-        .opt_text(parent)
-        .load(conn)?;
-    rows.into_iter()
-        .next()
-        .ok_or(diesel::result::Error::NotFound)
-}
-
-impl Lookup {
-    /// The parent's place, when `c` continues its line: the parent is the newest checkpoint of
-    /// a line of the same execution that is not sealed.
-    fn continued(&self, execution: &str) -> Option<Place> {
-        match (self.parent_line, self.parent_seq, &self.line_execution) {
-            (Some(line_id), Some(seq), Some(e))
-                if e == execution
-                    && self.line_sealed == Some(false)
-                    && self.tip_seq == Some(seq) =>
-            {
-                Some(Place { line_id, seq })
-            }
-            _ => None,
-        }
+impl Row for LabelRow<'_> {
+    fn values<'a>(&'a self, out: &mut Vec<Param<'a>>) {
+        out.extend([Param::Text(self.checkpoint_id), Param::Text(self.label)]);
     }
 }
 
@@ -126,12 +103,84 @@ pub(crate) fn save_in_tx(
     c: &Checkpoint,
     enc: &Encoded,
 ) -> Result<Saved> {
-    let backend = conn.backend();
-    let id = c.id.as_str();
+    conn.lock_execution(c.execution_id.as_str())?;
+    match continue_cached_line(conn, cache, c, enc)? {
+        Some(saved) => Ok(saved),
+        None => save_in_general(conn, cache, c, enc),
+    }
+}
+
+/// The errors of saving a checkpoint: "saving ID: what was being written", built only when a
+/// statement fails.
+#[derive(Clone, Copy)]
+struct Failing<'a> {
+    backend: Backend,
+    id: &'a str,
+}
+
+impl<'a> Failing<'a> {
+    fn of(conn: &AnyConnection, c: &'a Checkpoint) -> Self {
+        Self {
+            backend: conn.backend(),
+            id: c.id.as_str(),
+        }
+    }
+
+    fn at(self, what: &'static str) -> impl FnOnce(diesel::result::Error) -> SqlError + 'a {
+        move |source| SqlError::Query {
+            backend: self.backend,
+            context: format!("saving {}: {what}", self.id),
+            source,
+        }
+    }
+}
+
+/// The usual save: `c`'s parent is the tip of a line this store wrote, remembered in `cache`.
+/// `None` (nothing written) when it is not, or no longer is, or when a checkpoint with `c`'s id
+/// is stored already.
+fn continue_cached_line(
+    conn: &mut AnyConnection,
+    cache: &mut LineCache,
+    c: &Checkpoint,
+    enc: &Encoded,
+) -> Result<Option<Saved>> {
+    let Some(parent) = c.parent_id.as_ref() else {
+        return Ok(None);
+    };
+    let Some(tip) = cache.take_checkpoint(parent.as_str(), c.execution_id.as_str()) else {
+        return Ok(None);
+    };
+    let place = Place {
+        line_id: tip.place.line_id,
+        seq: tip.place.seq + 1,
+    };
+    let row = CheckpointRow::of(c, place, &enc.integrity, enc.bytes);
+    let appended = row
+        .append(conn, parent.as_str(), tip.place)
+        .map_err(Failing::of(conn, c).at("inserting it"))?;
+    if !appended {
+        // The general path looks again (and may still use the tip, if it is one).
+        cache.put(tip);
+        return Ok(None);
+    }
+    let tip = write_items(conn, c, place, tip)?;
+    write_labels_and_execution(conn, c)?;
+    Ok(Some(Saved {
+        outcome: SyncOutcome::Added,
+        tip: Some(tip),
+    }))
+}
+
+/// Every other save: reads what is stored first ([`lookup`]).
+fn save_in_general(
+    conn: &mut AnyConnection,
+    cache: &mut LineCache,
+    c: &Checkpoint,
+    enc: &Encoded,
+) -> Result<Saved> {
     let execution = c.execution_id.as_str();
-    let fail = |what: &str| SqlError::query(backend, format!("saving {id}: {what}"));
-    conn.lock_execution(execution)?;
-    let mut found = lookup(conn, c).map_err(fail("looking it up"))?;
+    let fail = Failing::of(conn, c);
+    let mut found = lookup(conn, c).map_err(fail.at("looking it up"))?;
     let mut outcome = SyncOutcome::Added;
     if let Some(integrity) = &found.existing_integrity {
         if *integrity == enc.integrity {
@@ -148,7 +197,7 @@ pub(crate) fn save_in_tx(
         delete_in_tx(conn, cache, &c.id)?;
         outcome = SyncOutcome::Replaced;
         // The old version may have been its parent's line's tip: look again.
-        found = lookup(conn, c).map_err(fail("looking it up"))?;
+        found = lookup(conn, c).map_err(fail.at("looking it up"))?;
     }
     let (place, old) = match found.continued(execution) {
         Some(parent) => {
@@ -156,7 +205,7 @@ pub(crate) fn save_in_tx(
                 line_id: parent.line_id,
                 seq: parent.seq + 1,
             };
-            (place, Some(previous_snapshot(conn, cache, parent, c)?))
+            (place, previous_snapshot(conn, cache, parent, c)?)
         }
         None => {
             ensure_execution(conn, c)?;
@@ -164,66 +213,69 @@ pub(crate) fn save_in_tx(
                 line_id: fastrand::i64(1..i64::MAX),
                 seq: 0,
             };
-            diesel::insert_into(lines::table)
-                .values((
-                    lines::id.eq(place.line_id),
-                    lines::execution_id.eq(execution),
-                    lines::sealed.eq(false),
-                ))
-                .execute(conn)
-                .map_err(fail("starting a line"))?;
-            (place, None)
+            execute::<StartLine>(
+                conn,
+                &[
+                    Param::Int(place.line_id),
+                    Param::Text(execution),
+                    Param::Bool(false),
+                ],
+            )
+            .map_err(fail.at("starting a line"))?;
+            (place, Tip::of_new_line(c, place))
         }
     };
-    let ctx = ItemContext {
-        line_id: place.line_id,
-        seq: place.seq,
-        execution_id: execution.to_string(),
-        checkpoint_id: id.to_string(),
-    };
-    let new = &c.snapshot;
-    entry_revisions::write_diff(conn, &ctx, old.as_ref().map(|t| &t.snapshot), new)
-        .map_err(fail("context entries"))?;
-    // The previous snapshot becomes this one, copying only what changed: the next save of the
-    // line compares against it.
-    let mut tip = old.unwrap_or_else(|| Tip::of_new_line(c, place));
-    let s = &mut tip.snapshot;
-    write_diff::<Thoughts>(conn, &ctx, Thoughts::of_mut(s), Thoughts::of(new))
-        .map_err(fail("thoughts"))?;
-    write_diff::<ToolCalls>(conn, &ctx, ToolCalls::of_mut(s), ToolCalls::of(new))
-        .map_err(fail("tool calls"))?;
-    write_diff::<Steps>(conn, &ctx, Steps::of_mut(s), Steps::of(new)).map_err(fail("steps"))?;
-    tip.advance(c, place);
-    diesel::insert_into(checkpoints::table)
-        .values(CheckpointRow::of(c, place, &enc.integrity, enc.bytes))
-        .execute(conn)
-        .map_err(fail("inserting it"))?;
-    let labels: BTreeSet<String> = c
-        .metadata
-        .labels
-        .iter()
-        .map(|l| text(l).into_owned())
-        .collect();
-    if !labels.is_empty() {
-        let rows: Vec<_> = labels
-            .iter()
-            .map(|l| {
-                (
-                    checkpoint_labels::checkpoint_id.eq(id),
-                    checkpoint_labels::label.eq(l.as_str()),
-                )
-            })
-            .collect();
-        with_inner!(conn, c => diesel::insert_into(checkpoint_labels::table)
-            .values(&rows)
-            .execute(c))
-        .map_err(fail("labels"))?;
-    }
-    saved_into_execution(conn, c)?;
+    let tip = write_items(conn, c, place, old)?;
+    CheckpointRow::of(c, place, &enc.integrity, enc.bytes)
+        .insert(conn)
+        .map_err(fail.at("inserting it"))?;
+    write_labels_and_execution(conn, c)?;
     Ok(Saved {
         outcome,
         tip: Some(tip),
     })
+}
+
+/// Writes the item and entry revisions that turn `old` (the line's tip before `c`; empty for a
+/// new line) into `c` at `place`; returns the tip `c` makes, updated in place from `old`.
+fn write_items(
+    conn: &mut AnyConnection,
+    c: &Checkpoint,
+    place: Place,
+    mut tip: Tip,
+) -> Result<Tip> {
+    let fail = Failing::of(conn, c);
+    let ctx = ItemContext {
+        line_id: place.line_id,
+        seq: place.seq,
+        execution_id: c.execution_id.as_str(),
+        checkpoint_id: c.id.as_str(),
+    };
+    let (s, new) = (&mut tip.snapshot, &c.snapshot);
+    entry_revisions::write_diff(conn, ctx, s, new).map_err(fail.at("context entries"))?;
+    write_diff::<Thoughts>(conn, ctx, Thoughts::of_mut(s), Thoughts::of(new))
+        .map_err(fail.at("thoughts"))?;
+    write_diff::<ToolCalls>(conn, ctx, ToolCalls::of_mut(s), ToolCalls::of(new))
+        .map_err(fail.at("tool calls"))?;
+    write_diff::<Steps>(conn, ctx, Steps::of_mut(s), Steps::of(new)).map_err(fail.at("steps"))?;
+    tip.advance(c, place);
+    Ok(tip)
+}
+
+/// Inserts `c`'s labels and brings its execution's row up to date.
+fn write_labels_and_execution(conn: &mut AnyConnection, c: &Checkpoint) -> Result<()> {
+    if !c.metadata.labels.is_empty() {
+        let labels: BTreeSet<_> = c.metadata.labels.iter().map(|l| text(l)).collect();
+        let rows: Vec<LabelRow<'_>> = labels
+            .iter()
+            .map(|label| LabelRow {
+                checkpoint_id: c.id.as_str(),
+                label,
+            })
+            .collect();
+        insert_rows::<InsertLabels, _>(conn, &rows).map_err(Failing::of(conn, c).at("labels"))?;
+    }
+    saved_into_execution(conn, c)
 }
 
 /// The snapshot of the line's tip (the parent): from the cache when it is current, else read
