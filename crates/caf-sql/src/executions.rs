@@ -40,6 +40,17 @@ shape!(
 );
 
 shape!(
+    /// Updates an execution's row from its checkpoint if that is its newest and the row already
+    /// has its agent and status (the usual case): the indexed columns are left out of `SET`,
+    /// so their indexes are not rewritten.
+    SavedNewestSameStatus,
+    "UPDATE executions SET task = ?, completed_at = ?, last_checkpoint_id = ?, \
+     last_checkpoint_at = ?, started_at = CASE WHEN started_at > ? THEN ? ELSE started_at END \
+     WHERE id = ? AND agent_id = ? AND status = ? AND (last_checkpoint_at IS NULL \
+     OR last_checkpoint_at < ? OR (last_checkpoint_at = ? AND last_checkpoint_id < ?))"
+);
+
+shape!(
     /// Updates an execution's row from its checkpoint if that is its newest.
     SavedNewest,
     "UPDATE executions SET agent_id = ?, task = ?, status = ?, completed_at = ?, \
@@ -79,7 +90,8 @@ pub(crate) fn ensure_execution(conn: &mut AnyConnection, c: &Checkpoint) -> Resu
 }
 
 /// Updates the execution's row after `c` was saved, in one statement when `c` is its newest
-/// checkpoint (the usual case); otherwise only `started_at` can change.
+/// checkpoint and the agent and status stay (the usual case); otherwise only `started_at` can
+/// change.
 pub(crate) fn saved_into_execution(conn: &mut AnyConnection, c: &Checkpoint) -> Result<()> {
     let backend = conn.backend();
     let id = c.execution_id.as_str();
@@ -95,6 +107,27 @@ pub(crate) fn saved_into_execution(conn: &mut AnyConnection, c: &Checkpoint) -> 
     let completed_at = status.is_finished().then_some(at);
     let agent = text(&c.agent_id);
     let task = task_of(c);
+    let same = execute::<SavedNewestSameStatus>(
+        conn,
+        &[
+            Param::Text(&task),
+            Param::OptInt(completed_at),
+            Param::Text(c.id.as_str()),
+            Param::Int(at),
+            Param::Int(at),
+            Param::Int(at),
+            Param::Text(id),
+            Param::Text(&agent),
+            Param::Text(status.as_str()),
+            Param::Int(at),
+            Param::Int(at),
+            Param::Text(c.id.as_str()),
+        ],
+    )
+    .map_err(fail("updating it"))?;
+    if same == 1 {
+        return Ok(());
+    }
     let newest = execute::<SavedNewest>(
         conn,
         &[

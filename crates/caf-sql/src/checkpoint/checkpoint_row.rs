@@ -11,9 +11,9 @@
 
 use crate::checkpoint::entry_revisions::Parts;
 use crate::columns::{count, int, json, text, uint};
-use crate::connection::AnyConnection;
+use crate::connection::{AnyConnection, Backend};
 use crate::schema::checkpoints;
-use crate::statement::fixed::execute;
+use crate::statement::fixed::{execute, load};
 use crate::statement::{shape, Param};
 use caf_core::format::{
     Branch, Checkpoint, CheckpointReason, CompletedStep, Context, JsonObject, LastError, Metadata,
@@ -258,6 +258,24 @@ shape!(
     )
 );
 
+shape!(
+    /// [`AppendCheckpoint`]'s condition alone (`line`, `parent`, `line`, `seq`, `line`, `seq`),
+    /// and that no checkpoint has the new id (`id`): 1 if the row may go in, else 0.
+    MayAppend,
+    "SELECT CASE WHEN EXISTS (SELECT 1 FROM lines WHERE id = ? AND NOT sealed) \
+     AND EXISTS (SELECT 1 FROM checkpoints WHERE id = ? AND line_id = ? AND seq = ?) \
+     AND NOT EXISTS (SELECT 1 FROM checkpoints WHERE line_id = ? AND seq > ?) \
+     AND NOT EXISTS (SELECT 1 FROM checkpoints WHERE id = ?) \
+     THEN CAST(1 AS BIGINT) ELSE CAST(0 AS BIGINT) END AS may"
+);
+
+/// The answer of [`MayAppend`].
+#[derive(QueryableByName)]
+struct May {
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    may: i64,
+}
+
 /// The columns a listing reads.
 #[derive(Debug, Clone, Queryable, Selectable)]
 #[diesel(table_name = checkpoints)]
@@ -352,23 +370,40 @@ impl CheckpointRow {
     /// Inserts the row if checkpoint `parent`, at `parent_place`, is still the tip of the line
     /// this row continues (see [`AppendCheckpoint`]); `false` if it is not, or if a row with
     /// this id exists: nothing was written then.
+    ///
+    /// PostgreSQL checks and inserts in one statement (one round trip). SQLite asks first and
+    /// then inserts the row with a plain `VALUES` statement: an `INSERT … SELECT` may write
+    /// several rows, so SQLite would keep a statement journal for it (a copy of every page it
+    /// changes, spilled to a temporary file past 64 KiB), which costs more than the question.
     pub fn append(
         &self,
         conn: &mut AnyConnection,
         parent: &str,
         parent_place: Place,
     ) -> QueryResult<bool> {
-        let mut values = Vec::with_capacity(28);
-        values.extend(self.values());
-        values.extend([
-            Param::Int(parent_place.line_id),
+        let (line, seq) = (parent_place.line_id, parent_place.seq);
+        let condition = [
+            Param::Int(line),
             Param::Text(parent),
-            Param::Int(parent_place.line_id),
-            Param::Int(parent_place.seq),
-            Param::Int(parent_place.line_id),
-            Param::Int(parent_place.seq),
-        ]);
-        Ok(execute::<AppendCheckpoint>(conn, &values)? == 1)
+            Param::Int(line),
+            Param::Int(seq),
+            Param::Int(line),
+            Param::Int(seq),
+        ];
+        if conn.backend() == Backend::Postgres {
+            let mut values = Vec::with_capacity(27);
+            values.extend(self.values());
+            values.extend(condition);
+            return Ok(execute::<AppendCheckpoint>(conn, &values)? == 1);
+        }
+        let mut question = condition.to_vec();
+        question.push(Param::Text(&self.id));
+        let may: Vec<May> = load::<MayAppend, _>(conn, &question)?;
+        if may.first().map(|m| m.may) != Some(1) {
+            return Ok(false);
+        }
+        self.insert(conn)?;
+        Ok(true)
     }
 
     pub fn place(&self) -> Place {

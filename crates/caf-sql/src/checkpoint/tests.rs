@@ -1,9 +1,9 @@
 //! What a save costs in statements: the usual save (a child of the tip this store wrote last)
 //! runs a fixed, small set of statements, all prepared once per connection and reused by every
-//! execution.
+//! execution; on SQLite and (with `CAF_TEST_POSTGRES_URL`) PostgreSQL.
 
 use crate::statement::tests::watch;
-use crate::SqlStore;
+use crate::{Backend, SqlStore};
 use caf_core::{CheckpointManager, CheckpointOptions, CheckpointReason, RuntimeState};
 use serde_json::json;
 
@@ -30,46 +30,86 @@ fn run(manager: &CheckpointManager<SqlStore>, agent: &str, steps: usize) -> Runt
     state
 }
 
-#[test]
-fn a_save_that_continues_a_remembered_line_runs_six_prepared_statements() {
+/// Runs `test` on a store in a new SQLite file, and in a new PostgreSQL database when
+/// `CAF_TEST_POSTGRES_URL` is set (and this build has the test helpers).
+fn on_each_backend(test: impl Fn(SqlStore)) {
     let dir = tempfile::tempdir().unwrap();
     let url = format!("sqlite://{}", dir.path().join("caf.db").display());
-    let manager = CheckpointManager::new(SqlStore::open(&url).unwrap());
-    let mut state = run(&manager, "agent-a", 3);
-    let seen = watch(&mut manager.store().lock().conn);
-    step(&mut state, 3);
-    let options = CheckpointOptions::new(CheckpointReason::StepCompleted);
-    let saved = manager.checkpoint(&mut state, options).unwrap();
-    let seen = seen.lock().unwrap();
-    // The checkpoint row (with its check that the parent is still the tip), the entries that
-    // changed closed (three variables, the tool's result), their new revisions, the thought,
-    // the tool call, the execution's row: nothing read first.
-    assert_eq!(seen.run.len(), 6, "{:#?}", seen.run);
-    assert!(
-        seen.run[0].contains("INSERT INTO checkpoints"),
-        "{}",
-        seen.run[0]
-    );
-    assert!(seen.run.iter().all(|sql| !sql.starts_with("SELECT")));
-    assert!(seen.prepared.is_empty(), "{:#?}", seen.prepared);
-    drop(seen);
-    assert_eq!(manager.store().load_checkpoint(&saved.id).unwrap(), saved);
+    test(SqlStore::open(&url).unwrap());
+    #[cfg(all(feature = "postgres", feature = "test-support"))]
+    if let Ok(base) = std::env::var("CAF_TEST_POSTGRES_URL") {
+        let db = crate::ScratchDatabase::create(&base).unwrap();
+        test(SqlStore::open(db.url()).unwrap());
+    }
+}
+
+/// The first words of a statement and the table it names: `INSERT INTO thoughts`.
+fn head(sql: &str) -> String {
+    let words: Vec<&str> = sql.split_whitespace().collect();
+    match words.as_slice() {
+        ["INSERT", "INTO", table, ..] => format!("INSERT INTO {table}"),
+        ["UPDATE", table, ..] => format!("UPDATE {table}"),
+        [first, ..] => first.to_string(),
+        [] => String::new(),
+    }
+}
+
+#[test]
+fn a_save_that_continues_a_remembered_line_runs_few_prepared_statements() {
+    on_each_backend(|store| {
+        let backend = store.backend();
+        let manager = CheckpointManager::new(store);
+        let mut state = run(&manager, "agent-a", 3);
+        let seen = watch(&mut manager.store().lock().conn);
+        step(&mut state, 3);
+        let options = CheckpointOptions::new(CheckpointReason::StepCompleted);
+        let saved = manager.checkpoint(&mut state, options).unwrap();
+        let seen = seen.lock().unwrap();
+        let heads: Vec<String> = seen.run.iter().map(|sql| head(sql)).collect();
+        // SQLite: whether the parent is still the line's tip, then the checkpoint row.
+        // PostgreSQL: the execution's lock, then the checkpoint row on that condition. Then the
+        // entries that changed closed (three variables, the tool's result) and their new
+        // revisions, the thought, the tool call, the execution's row.
+        let expected = [
+            "SELECT",
+            "INSERT INTO checkpoints",
+            "UPDATE entries",
+            "INSERT INTO entries",
+            "INSERT INTO thoughts",
+            "INSERT INTO tool_calls",
+            "UPDATE executions",
+        ];
+        assert_eq!(heads, expected, "{backend}: {:#?}", seen.run);
+        let (question, insert) = (&seen.run[0], &seen.run[1]);
+        match backend {
+            Backend::Sqlite => {
+                assert!(question.contains("NOT sealed") && insert.contains("VALUES"))
+            }
+            Backend::Postgres => {
+                assert!(question.contains("pg_advisory_xact_lock") && insert.contains("NOT sealed"))
+            }
+        }
+        assert!(seen.prepared.is_empty(), "{backend}: {:#?}", seen.prepared);
+        drop(seen);
+        assert_eq!(manager.store().load_checkpoint(&saved.id).unwrap(), saved);
+    });
 }
 
 #[test]
 fn another_execution_reuses_every_prepared_statement() {
-    let dir = tempfile::tempdir().unwrap();
-    let url = format!("sqlite://{}", dir.path().join("caf.db").display());
-    let manager = CheckpointManager::new(SqlStore::open(&url).unwrap());
-    run(&manager, "agent-a", 4);
-    let seen = watch(&mut manager.store().lock().conn);
-    let state = run(&manager, "agent-b", 4);
-    let seen = seen.lock().unwrap();
-    assert!(seen.prepared.is_empty(), "{:#?}", seen.prepared);
-    assert!(!seen.run.is_empty());
-    drop(seen);
-    let latest = manager
-        .store()
-        .load_checkpoint(state.last_checkpoint().unwrap());
-    assert_eq!(latest.unwrap().snapshot, *state.snapshot());
+    on_each_backend(|store| {
+        let backend = store.backend();
+        let manager = CheckpointManager::new(store);
+        run(&manager, "agent-a", 4);
+        let seen = watch(&mut manager.store().lock().conn);
+        let state = run(&manager, "agent-b", 4);
+        let seen = seen.lock().unwrap();
+        assert!(seen.prepared.is_empty(), "{backend}: {:#?}", seen.prepared);
+        assert!(!seen.run.is_empty());
+        drop(seen);
+        let latest = manager
+            .store()
+            .load_checkpoint(state.last_checkpoint().unwrap());
+        assert_eq!(latest.unwrap().snapshot, *state.snapshot());
+    });
 }
