@@ -8,7 +8,7 @@
 use crate::checkpoint::checkpoint_row::task_of;
 use crate::checkpoint::entry_revisions::task_at;
 use crate::columns::text;
-use crate::connection::AnyConnection;
+use crate::connection::{AnyConnection, Backend};
 use crate::error::{Result, SqlError};
 use crate::schema::{checkpoints, executions};
 use crate::statement::fixed::execute;
@@ -16,6 +16,7 @@ use crate::statement::{shape, Param};
 use caf_core::format::{Checkpoint, CheckpointReason};
 use caf_core::ExecutionStatus;
 use diesel::prelude::*;
+use std::borrow::Cow;
 
 /// The status of an execution whose newest checkpoint was taken for `reason` (as stored).
 pub(crate) fn status_of(reason: &str) -> ExecutionStatus {
@@ -89,68 +90,110 @@ pub(crate) fn ensure_execution(conn: &mut AnyConnection, c: &Checkpoint) -> Resu
     Ok(())
 }
 
-/// Updates the execution's row after `c` was saved, in one statement when `c` is its newest
-/// checkpoint and the agent and status stay (the usual case); otherwise only `started_at` can
-/// change.
-pub(crate) fn saved_into_execution(conn: &mut AnyConnection, c: &Checkpoint) -> Result<()> {
-    let backend = conn.backend();
-    let id = c.execution_id.as_str();
-    let fail = |what: &'static str| {
+/// What a saved checkpoint sets in its execution's row.
+pub(crate) struct ExecutionUpdate<'a> {
+    id: &'a str,
+    checkpoint_id: &'a str,
+    agent: Cow<'a, str>,
+    task: String,
+    status: ExecutionStatus,
+    at: i64,
+    completed_at: Option<i64>,
+}
+
+impl<'a> ExecutionUpdate<'a> {
+    /// What `c` sets.
+    pub fn of(c: &'a Checkpoint) -> Self {
+        let at = c.timestamp.as_micros();
+        let status = ExecutionStatus::from_reason(&c.metadata.checkpoint_reason);
+        Self {
+            id: c.execution_id.as_str(),
+            checkpoint_id: c.id.as_str(),
+            agent: text(&c.agent_id),
+            task: task_of(c),
+            status,
+            at,
+            completed_at: status.is_finished().then_some(at),
+        }
+    }
+
+    /// The values of the usual update, [`SavedNewestSameStatus`] (also part of PostgreSQL's
+    /// one-statement save, in the same order).
+    pub fn same_status_values(&self) -> [Param<'_>; 12] {
+        let at = self.at;
+        [
+            Param::Text(&self.task),
+            Param::OptInt(self.completed_at),
+            Param::Text(self.checkpoint_id),
+            Param::Int(at),
+            Param::Int(at),
+            Param::Int(at),
+            Param::Text(self.id),
+            Param::Text(&self.agent),
+            Param::Text(self.status.as_str()),
+            Param::Int(at),
+            Param::Int(at),
+            Param::Text(self.checkpoint_id),
+        ]
+    }
+
+    fn fail(
+        &self,
+        backend: Backend,
+        what: &'static str,
+    ) -> impl FnOnce(diesel::result::Error) -> SqlError + '_ {
         move |source| SqlError::Query {
             backend,
-            context: format!("execution {id}: {what}"),
+            context: format!("execution {}: {what}", self.id),
             source,
         }
-    };
-    let at = c.timestamp.as_micros();
-    let status = ExecutionStatus::from_reason(&c.metadata.checkpoint_reason);
-    let completed_at = status.is_finished().then_some(at);
-    let agent = text(&c.agent_id);
-    let task = task_of(c);
-    let same = execute::<SavedNewestSameStatus>(
-        conn,
-        &[
-            Param::Text(&task),
-            Param::OptInt(completed_at),
-            Param::Text(c.id.as_str()),
-            Param::Int(at),
-            Param::Int(at),
-            Param::Int(at),
-            Param::Text(id),
-            Param::Text(&agent),
-            Param::Text(status.as_str()),
-            Param::Int(at),
-            Param::Int(at),
-            Param::Text(c.id.as_str()),
-        ],
-    )
-    .map_err(fail("updating it"))?;
-    if same == 1 {
-        return Ok(());
     }
-    let newest = execute::<SavedNewest>(
-        conn,
-        &[
-            Param::Text(&agent),
-            Param::Text(&task),
-            Param::Text(status.as_str()),
-            Param::OptInt(completed_at),
-            Param::Text(c.id.as_str()),
-            Param::Int(at),
-            Param::Int(at),
-            Param::Int(at),
-            Param::Text(id),
-            Param::Int(at),
-            Param::Int(at),
-            Param::Text(c.id.as_str()),
-        ],
-    )
-    .map_err(fail("updating it"))?;
-    if newest == 0 {
-        execute::<SavedOlder>(conn, &[Param::Int(at), Param::Text(id), Param::Int(at)])
-            .map_err(fail("updating its start"))?;
+
+    /// Updates the execution's row after its checkpoint was saved, in one statement when that
+    /// is its newest checkpoint and the agent and status stay (the usual case).
+    pub fn write(&self, conn: &mut AnyConnection) -> Result<()> {
+        let backend = conn.backend();
+        let same = execute::<SavedNewestSameStatus>(conn, &self.same_status_values())
+            .map_err(self.fail(backend, "updating it"))?;
+        if same == 1 {
+            return Ok(());
+        }
+        self.write_in_full(conn)
     }
-    Ok(())
+
+    /// Updates the execution's row when the usual update changed nothing: all of it when the
+    /// checkpoint is the newest (its agent or status differ), else only `started_at` can
+    /// change.
+    pub fn write_in_full(&self, conn: &mut AnyConnection) -> Result<()> {
+        let backend = conn.backend();
+        let at = self.at;
+        let newest = execute::<SavedNewest>(
+            conn,
+            &[
+                Param::Text(&self.agent),
+                Param::Text(&self.task),
+                Param::Text(self.status.as_str()),
+                Param::OptInt(self.completed_at),
+                Param::Text(self.checkpoint_id),
+                Param::Int(at),
+                Param::Int(at),
+                Param::Int(at),
+                Param::Text(self.id),
+                Param::Int(at),
+                Param::Int(at),
+                Param::Text(self.checkpoint_id),
+            ],
+        )
+        .map_err(self.fail(backend, "updating it"))?;
+        if newest == 0 {
+            execute::<SavedOlder>(
+                conn,
+                &[Param::Int(at), Param::Text(self.id), Param::Int(at)],
+            )
+            .map_err(self.fail(backend, "updating its start"))?;
+        }
+        Ok(())
+    }
 }
 
 /// Brings the execution's row in line with its checkpoints (deleting it if there are none),

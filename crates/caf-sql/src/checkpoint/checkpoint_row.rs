@@ -11,7 +11,7 @@
 
 use crate::checkpoint::entry_revisions::Parts;
 use crate::columns::{count, int, json, text, uint};
-use crate::connection::{AnyConnection, Backend};
+use crate::connection::AnyConnection;
 use crate::schema::checkpoints;
 use crate::statement::fixed::{execute, load};
 use crate::statement::{shape, Param};
@@ -243,24 +243,9 @@ shape!(
 );
 
 shape!(
-    /// Inserts a `checkpoints` row that continues a line, only if the line's tip is still the
-    /// checkpoint it continues: the line is there and not sealed, that checkpoint is at the seq
-    /// before, and nothing comes after it. An existing row with the same id is left alone
-    /// (`ON CONFLICT DO NOTHING`): no row goes in then either.
-    AppendCheckpoint,
-    concat!(
-        checkpoint_columns!(),
-        "SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? \
-         WHERE EXISTS (SELECT 1 FROM lines WHERE id = ? AND NOT sealed) \
-         AND EXISTS (SELECT 1 FROM checkpoints WHERE id = ? AND line_id = ? AND seq = ?) \
-         AND NOT EXISTS (SELECT 1 FROM checkpoints WHERE line_id = ? AND seq > ?) \
-         ON CONFLICT DO NOTHING"
-    )
-);
-
-shape!(
-    /// [`AppendCheckpoint`]'s condition alone (`line`, `parent`, `line`, `seq`, `line`, `seq`),
-    /// and that no checkpoint has the new id (`id`): 1 if the row may go in, else 0.
+    /// Whether a checkpoint may continue a line: the line is there and not sealed, the parent
+    /// is at the seq before (`line`, `parent`, `line`, `seq`, `line`, `seq`), nothing comes
+    /// after it, and no checkpoint has the new id (`id`). 1 if so, else 0.
     MayAppend,
     "SELECT CASE WHEN EXISTS (SELECT 1 FROM lines WHERE id = ? AND NOT sealed) \
      AND EXISTS (SELECT 1 FROM checkpoints WHERE id = ? AND line_id = ? AND seq = ?) \
@@ -336,7 +321,7 @@ impl CheckpointRow {
     }
 
     /// The row's values, in the order of [`InsertCheckpoint`]'s columns.
-    fn values(&self) -> [Param<'_>; 21] {
+    pub fn values(&self) -> [Param<'_>; 21] {
         [
             Param::Text(&self.id),
             Param::OptText(self.parent_id.as_deref()),
@@ -368,13 +353,14 @@ impl CheckpointRow {
     }
 
     /// Inserts the row if checkpoint `parent`, at `parent_place`, is still the tip of the line
-    /// this row continues (see [`AppendCheckpoint`]); `false` if it is not, or if a row with
-    /// this id exists: nothing was written then.
+    /// this row continues (see [`MayAppend`]); `false` if it is not, or if a row with this id
+    /// exists: nothing was written then.
     ///
-    /// PostgreSQL checks and inserts in one statement (one round trip). SQLite asks first and
-    /// then inserts the row with a plain `VALUES` statement: an `INSERT … SELECT` may write
-    /// several rows, so SQLite would keep a statement journal for it (a copy of every page it
-    /// changes, spilled to a temporary file past 64 KiB), which costs more than the question.
+    /// The question comes first and the row goes in with a plain `VALUES` statement: SQLite
+    /// keeps a statement journal for an `INSERT … SELECT` (it may write several rows), a copy
+    /// of every page the statement changes, spilled to a temporary file past 64 KiB — more
+    /// than the question costs. (PostgreSQL asks within its one-statement save,
+    /// [`crate::checkpoint::append_pg`].)
     pub fn append(
         &self,
         conn: &mut AnyConnection,
@@ -382,22 +368,15 @@ impl CheckpointRow {
         parent_place: Place,
     ) -> QueryResult<bool> {
         let (line, seq) = (parent_place.line_id, parent_place.seq);
-        let condition = [
+        let question = [
             Param::Int(line),
             Param::Text(parent),
             Param::Int(line),
             Param::Int(seq),
             Param::Int(line),
             Param::Int(seq),
+            Param::Text(&self.id),
         ];
-        if conn.backend() == Backend::Postgres {
-            let mut values = Vec::with_capacity(27);
-            values.extend(self.values());
-            values.extend(condition);
-            return Ok(execute::<AppendCheckpoint>(conn, &values)? == 1);
-        }
-        let mut question = condition.to_vec();
-        question.push(Param::Text(&self.id));
         let may: Vec<May> = load::<MayAppend, _>(conn, &question)?;
         if may.first().map(|m| m.may) != Some(1) {
             return Ok(false);

@@ -11,6 +11,7 @@ use crate::checkpoint::item_columns::ItemContext;
 use crate::columns::{count, json, text};
 use crate::connection::AnyConnection;
 use crate::schema::entries;
+use crate::statement::arrays::Kind;
 use crate::statement::fixed::{execute_groups, insert_rows, padded, Row};
 use crate::statement::{shape, Param};
 use caf_core::format::{JsonObject, Snapshot};
@@ -18,6 +19,7 @@ use diesel::prelude::*;
 use serde_json::Value;
 use std::borrow::Cow;
 use std::collections::BTreeMap;
+use std::ops::Range;
 
 /// The parts, in the order they are stored.
 pub(crate) const PARTS: [&str; 7] = [
@@ -125,7 +127,7 @@ shape!(
 );
 
 /// A new `entries` row.
-struct NewEntry<'a> {
+pub(crate) struct NewEntry<'a> {
     ctx: ItemContext<'a>,
     part: &'static str,
     position: i64,
@@ -134,6 +136,17 @@ struct NewEntry<'a> {
 }
 
 impl Row for NewEntry<'_> {
+    const KINDS: &'static [Kind] = &[
+        Kind::Int,
+        Kind::Text,
+        Kind::Int,
+        Kind::Int,
+        Kind::Text,
+        Kind::Text,
+        Kind::OptText,
+        Kind::Text,
+    ];
+
     fn values<'a>(&'a self, out: &mut Vec<Param<'a>>) {
         out.extend([
             Param::Int(self.ctx.line_id),
@@ -148,73 +161,82 @@ impl Row for NewEntry<'_> {
     }
 }
 
-/// Writes the entry revisions that turn `old` (the snapshot of the previous checkpoint of the
-/// line; empty for a new line) into `new` at `ctx.seq`. `old`'s lists and maps are updated to
-/// `new`'s on the way, copying only the entries that changed (for the line cache).
-pub(crate) fn write_diff(
-    conn: &mut AnyConnection,
-    ctx: ItemContext<'_>,
-    old: &mut Snapshot,
-    new: &Snapshot,
-) -> QueryResult<()> {
-    // The new entries (position, entry) and their rows, and which of them each part has.
-    let (mut added, mut rows) = (Vec::new(), Vec::new());
-    let mut changed = Vec::new();
-    let mut closed = Vec::new();
-    for part in PARTS {
-        let before = part_of(old, part);
-        let after = part_of(new, part);
-        let first = added.len();
-        let closed_before = closed.len();
-        for i in 0..before.len().max(after.len()) {
-            match (before.get(i), after.get(i)) {
-                (Some(b), Some(a)) if b == a => {}
-                (b, a) => {
-                    if b.is_some() {
-                        closed.push((part, count(i)));
-                    }
-                    if let Some(a) = a {
-                        added.push((i, *a));
-                        rows.push(NewEntry {
-                            ctx,
-                            part,
-                            position: count(i),
-                            key: a.key(),
-                            payload: a.payload(),
-                        });
+/// The entry revisions a save writes: the (part, position) pairs whose current revision it
+/// closes, and its new rows.
+pub(crate) struct EntryChanges<'a> {
+    /// (part, position) pairs whose current revision ends before the save's seq.
+    pub closed: Vec<(&'static str, i64)>,
+    /// The new entries, by position.
+    added: Vec<(usize, Entry<'a>)>,
+    /// Their rows.
+    pub rows: Vec<NewEntry<'a>>,
+    /// The parts that differ, with the range of `added` that is theirs.
+    changed: Vec<(&'static str, Range<usize>)>,
+}
+
+impl<'a> EntryChanges<'a> {
+    /// What turns `old` (the snapshot of the previous checkpoint of the line; empty for a new
+    /// line) into `new` at `ctx.seq`.
+    pub fn between(ctx: ItemContext<'a>, old: &Snapshot, new: &'a Snapshot) -> Self {
+        let mut changes = Self {
+            closed: Vec::new(),
+            added: Vec::new(),
+            rows: Vec::new(),
+            changed: Vec::new(),
+        };
+        for part in PARTS {
+            let before = part_of(old, part);
+            let after = part_of(new, part);
+            let (first, closed_before) = (changes.added.len(), changes.closed.len());
+            for i in 0..before.len().max(after.len()) {
+                match (before.get(i), after.get(i)) {
+                    (Some(b), Some(a)) if b == a => {}
+                    (b, a) => {
+                        if b.is_some() {
+                            changes.closed.push((part, count(i)));
+                        }
+                        if let Some(a) = a {
+                            changes.added.push((i, *a));
+                            changes.rows.push(NewEntry {
+                                ctx,
+                                part,
+                                position: count(i),
+                                key: a.key(),
+                                payload: a.payload(),
+                            });
+                        }
                     }
                 }
             }
+            if changes.closed.len() > closed_before || changes.added.len() > first {
+                changes.changed.push((part, first..changes.added.len()));
+            }
         }
-        if closed.len() > closed_before || added.len() > first {
-            changed.push((part, first..added.len()));
-        }
+        changes
     }
-    close(conn, ctx, &closed)?;
-    insert_rows::<InsertEntries, _>(conn, &rows)?;
-    for (part, range) in changed {
-        catch_up(old, new, part, &added[range]);
-    }
-    Ok(())
-}
 
-/// Closes the current entries at the (part, position) pairs `closed`: they end before `ctx.seq`.
-fn close(
-    conn: &mut AnyConnection,
-    ctx: ItemContext<'_>,
-    closed: &[(&'static str, i64)],
-) -> QueryResult<()> {
-    let mut values = Vec::new();
-    for list in padded(closed) {
-        values.clear();
-        values.push(Param::Int(ctx.seq));
-        for (part, position) in &list {
-            values.extend([Param::Text(part), Param::Int(*position)]);
+    /// Writes them, statement by statement (fixed shapes).
+    pub fn write(&self, conn: &mut AnyConnection, ctx: ItemContext<'_>) -> QueryResult<()> {
+        let mut values = Vec::new();
+        for list in padded(&self.closed) {
+            values.clear();
+            values.push(Param::Int(ctx.seq));
+            for (part, position) in &list {
+                values.extend([Param::Text(part), Param::Int(*position)]);
+            }
+            values.push(Param::Int(ctx.line_id));
+            execute_groups::<CloseEntries>(conn, list.len(), &values)?;
         }
-        values.push(Param::Int(ctx.line_id));
-        execute_groups::<CloseEntries>(conn, list.len(), &values)?;
+        insert_rows::<InsertEntries, _>(conn, &self.rows)
     }
-    Ok(())
+
+    /// Makes `old`'s lists and maps `new`'s (the snapshot they were computed against), copying
+    /// only the entries that changed (for the line cache).
+    pub fn apply(&self, old: &mut Snapshot, new: &Snapshot) {
+        for (part, range) in &self.changed {
+            catch_up(old, new, part, &self.added[range.clone()]);
+        }
+    }
 }
 
 /// Makes part `part` of `old` equal to `new`'s, given the entries `added` at their positions
@@ -357,4 +379,64 @@ pub(crate) fn task_at(conn: &mut AnyConnection, line: i64, seq: i64) -> QueryRes
             _ => String::new(),
         },
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::statement::tests::assert_kinds;
+    use serde_json::json;
+
+    #[test]
+    fn changes_write_the_differences_and_bring_the_old_snapshot_up_to_date() {
+        let ctx = ItemContext {
+            line_id: 1,
+            seq: 5,
+            execution_id: "exec",
+            checkpoint_id: "ckpt",
+        };
+        let mut old = Snapshot::default();
+        old.context.history = vec![json!("a"), json!("b"), json!("c")];
+        old.context.variables.insert("k".into(), json!(1));
+        old.context.variables.insert("m".into(), json!(2));
+        old.progress.pending_steps = vec!["one".into(), "two".into()];
+        let mut new = old.clone();
+        new.context.history[1] = json!("B");
+        new.context.history.pop();
+        new.context.variables.remove("k");
+        new.context.variables.insert("j".into(), json!(0));
+        new.tool_state.results.insert("call".into(), json!([1]));
+        new.progress.pending_steps.remove(0);
+        let changes = EntryChanges::between(ctx, &old, &new);
+        changes.rows.iter().for_each(assert_kinds);
+        let mut closed = changes.closed.clone();
+        closed.sort();
+        // history: 1 changed, 2 gone; pending steps (from the end): "one" gone; variables:
+        // "j" at position 0 where "k" was, "m" stays at 1.
+        assert_eq!(
+            closed,
+            [
+                ("history", 1),
+                ("history", 2),
+                ("pending_steps", 1),
+                ("variables", 0)
+            ]
+        );
+        let added: Vec<(&str, i64, Option<&str>)> = changes
+            .rows
+            .iter()
+            .map(|r| (r.part, r.position, r.key.as_deref()))
+            .collect();
+        assert_eq!(
+            added,
+            [
+                ("history", 1, None),
+                ("results", 0, Some("call")),
+                ("variables", 0, Some("j"))
+            ]
+        );
+        changes.apply(&mut old, &new);
+        assert_eq!(old, new);
+        assert!(EntryChanges::between(ctx, &new, &new).rows.is_empty());
+    }
 }

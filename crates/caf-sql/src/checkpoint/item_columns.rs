@@ -7,11 +7,12 @@
 //! Payloads are written straight from the item (a borrowed view of its fields, in the order the
 //! item serializes them), never through an intermediate JSON value.
 
-use crate::checkpoint::checkpoint_row::Damaged;
+use crate::checkpoint::checkpoint_row::{Damaged, Place};
 use crate::columns::{count, json, text};
+use crate::statement::arrays::Kind;
 use crate::statement::fixed::Row;
 use crate::statement::{shape, Param};
-use caf_core::format::{CompletedStep, JsonObject, Thought, ToolCall, ToolStatus};
+use caf_core::format::{Checkpoint, CompletedStep, JsonObject, Thought, ToolCall, ToolStatus};
 use caf_core::Timestamp;
 use serde::Serialize;
 use std::borrow::Cow;
@@ -23,6 +24,18 @@ pub(crate) struct ItemContext<'a> {
     pub seq: i64,
     pub execution_id: &'a str,
     pub checkpoint_id: &'a str,
+}
+
+impl<'a> ItemContext<'a> {
+    /// The context of the rows `c` writes at `place`.
+    pub fn of(c: &'a Checkpoint, place: Place) -> Self {
+        Self {
+            line_id: place.line_id,
+            seq: place.seq,
+            execution_id: c.execution_id.as_str(),
+            checkpoint_id: c.id.as_str(),
+        }
+    }
 }
 
 shape!(
@@ -83,6 +96,21 @@ impl<'a> NewThought<'a> {
 }
 
 impl Row for NewThought<'_> {
+    const KINDS: &'static [Kind] = &[
+        Kind::Int,
+        Kind::Int,
+        Kind::Int,
+        Kind::Text,
+        Kind::Text,
+        Kind::Text,
+        Kind::Text,
+        Kind::Text,
+        Kind::OptFloat,
+        Kind::OptText,
+        Kind::Int,
+        Kind::Text,
+    ];
+
     fn values<'a>(&'a self, out: &mut Vec<Param<'a>>) {
         out.extend([
             Param::Int(self.ctx.line_id),
@@ -137,6 +165,24 @@ impl<'a> NewToolCall<'a> {
 }
 
 impl Row for NewToolCall<'_> {
+    const KINDS: &'static [Kind] = &[
+        Kind::Int,
+        Kind::Int,
+        Kind::Int,
+        Kind::Text,
+        Kind::Text,
+        Kind::Text,
+        Kind::Text,
+        Kind::Text,
+        Kind::OptText,
+        Kind::OptBool,
+        Kind::OptText,
+        Kind::Text,
+        Kind::OptInt,
+        Kind::OptInt,
+        Kind::Text,
+    ];
+
     fn values<'a>(&'a self, out: &mut Vec<Param<'a>>) {
         out.extend([
             Param::Int(self.ctx.line_id),
@@ -180,6 +226,17 @@ impl<'a> NewStep<'a> {
 }
 
 impl Row for NewStep<'_> {
+    const KINDS: &'static [Kind] = &[
+        Kind::Int,
+        Kind::Int,
+        Kind::Int,
+        Kind::Text,
+        Kind::Text,
+        Kind::Text,
+        Kind::Int,
+        Kind::Text,
+    ];
+
     fn values<'a>(&'a self, out: &mut Vec<Param<'a>>) {
         out.extend([
             Param::Int(self.ctx.line_id),
@@ -342,6 +399,7 @@ pub(crate) fn call_from(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::statement::tests::assert_kinds;
     use serde_json::json;
 
     /// The payload as the item's own JSON less `members`: what the views above must write.
@@ -385,6 +443,38 @@ mod tests {
         assert_eq!(payload, without(&nul, &[]), "a NUL keeps the exact content");
         let column = text(&nul.content).into_owned();
         assert_eq!(thought_from(&payload, column).unwrap(), nul);
+    }
+
+    #[test]
+    fn rows_give_values_of_the_kinds_they_declare() {
+        let ctx = ItemContext {
+            line_id: 1,
+            seq: 2,
+            execution_id: "exec",
+            checkpoint_id: "ckpt",
+        };
+        let mut t = thought("x");
+        assert_kinds(&NewThought::new(ctx, 0, &t));
+        t.confidence = Some(0.5);
+        t.parent_id = Some("t-0".into());
+        assert_kinds(&NewThought::new(ctx, 1, &t));
+        let pending: ToolCall = serde_json::from_value(json!({
+            "args": {}, "id": "c-1", "status": "pending", "tool_id": "search"
+        }))
+        .unwrap();
+        assert_kinds(&NewToolCall::new(ctx, 0, &pending));
+        let done: ToolCall = serde_json::from_value(json!({
+            "args": {}, "completed_at": "2026-01-05T10:00:03.000001Z", "error": "e", "id": "c-2",
+            "result": 1, "started_at": "2026-01-05T10:00:02.000001Z", "status": "failed",
+            "success": false, "tool_id": "search"
+        }))
+        .unwrap();
+        assert_kinds(&NewToolCall::new(ctx, 1, &done));
+        let step: CompletedStep = serde_json::from_value(json!({
+            "completed_at": "2026-01-05T10:00:03.000001Z", "name": "plan"
+        }))
+        .unwrap();
+        assert_kinds(&NewStep::new(ctx, 0, &step));
     }
 
     #[test]

@@ -214,41 +214,61 @@ pub(crate) fn close_positions<S: Shape>(
     Ok(())
 }
 
-/// Writes the revisions that turn `old` (the items of the previous checkpoint of the line, empty
-/// for a new line) into `new` at `ctx.seq`: unchanged positions cost nothing. `old` is updated
-/// to `new` on the way (only the changed items are copied), for the line cache.
-pub(crate) fn write_diff<K: ItemTable>(
-    conn: &mut AnyConnection,
-    ctx: ItemContext<'_>,
-    old: &mut Vec<K::Item>,
-    new: &[K::Item],
-) -> QueryResult<()> {
-    let mut closed = Vec::new();
-    let mut added = Vec::new();
-    for i in 0..old.len().max(new.len()) {
-        match (old.get(i), new.get(i)) {
-            (Some(o), Some(n)) if o == n => {}
-            (o, n) => {
-                if o.is_some() {
-                    closed.push(count(i));
-                }
-                if let Some(n) = n {
-                    added.push((i, n));
+/// The revisions a save writes into one item table: the positions whose current revision it
+/// closes, and its new rows.
+pub(crate) struct ItemChanges<'a, K: ItemTable + 'a> {
+    /// Positions whose current revision ends before the save's seq.
+    pub closed: Vec<i64>,
+    /// The new revisions, by position, in order.
+    pub added: Vec<(usize, &'a K::Item)>,
+    /// Their rows.
+    pub rows: Vec<K::NewRow<'a>>,
+}
+
+impl<'a, K: ItemTable + 'a> ItemChanges<'a, K> {
+    /// What turns `old` (the items of the previous checkpoint of the line, empty for a new
+    /// line) into `new` at `ctx.seq`: unchanged positions cost nothing.
+    pub fn between(ctx: ItemContext<'a>, old: &[K::Item], new: &'a [K::Item]) -> Self {
+        let mut closed = Vec::new();
+        let mut added = Vec::new();
+        for i in 0..old.len().max(new.len()) {
+            match (old.get(i), new.get(i)) {
+                (Some(o), Some(n)) if o == n => {}
+                (o, n) => {
+                    if o.is_some() {
+                        closed.push(count(i));
+                    }
+                    if let Some(n) = n {
+                        added.push((i, n));
+                    }
                 }
             }
         }
-    }
-    close_positions::<K::Close>(conn, ctx.line_id, ctx.seq, &[], &closed)?;
-    let rows: Vec<K::NewRow<'_>> = added.iter().map(|(i, n)| K::new_row(ctx, *i, n)).collect();
-    insert_rows::<K::Insert, _>(conn, &rows)?;
-    old.truncate(new.len());
-    for (i, n) in added {
-        match old.get_mut(i) {
-            Some(slot) => *slot = n.clone(),
-            None => old.push(n.clone()),
+        let rows = added.iter().map(|(i, n)| K::new_row(ctx, *i, n)).collect();
+        Self {
+            closed,
+            added,
+            rows,
         }
     }
-    Ok(())
+
+    /// Writes them, statement by statement (fixed shapes).
+    pub fn write(&self, conn: &mut AnyConnection, ctx: ItemContext<'_>) -> QueryResult<()> {
+        close_positions::<K::Close>(conn, ctx.line_id, ctx.seq, &[], &self.closed)?;
+        insert_rows::<K::Insert, _>(conn, &self.rows)
+    }
+
+    /// Makes `old` the `new_len` items they were computed against, copying only the changed
+    /// ones (for the line cache).
+    pub fn apply(&self, old: &mut Vec<K::Item>, new_len: usize) {
+        old.truncate(new_len);
+        for (i, n) in &self.added {
+            match old.get_mut(*i) {
+                Some(slot) => *slot = (*n).clone(),
+                None => old.push((*n).clone()),
+            }
+        }
+    }
 }
 
 /// The items visible at `seq` in `line` (`count` of them), decoded.

@@ -3,12 +3,16 @@
 //!
 //! - [`save`]: the save transaction ([`save::save_in_tx`]): idempotence, replacement, lines.
 //! - [`load`]: reading a checkpoint back ([`load::load_in_tx`]).
+//! - [`append_pg`]: PostgreSQL's usual save in one statement.
+//! - [`changes`]: every revision a save writes, computed before anything is written.
 //! - [`checkpoint_row`]: the `checkpoints` row (header columns, `exact`, the `rest` JSON).
 //! - [`item_revisions`]: revisions of thoughts, tool calls and completed steps.
 //! - [`item_columns`]: how an item becomes the columns and payload of its row, and back.
 //! - [`entry_revisions`]: revisions of the entries of the snapshot's lists and maps.
 //! - [`line_cache`]: the previous snapshot of recently written lines, kept in memory.
 
+pub(crate) mod append_pg;
+pub(crate) mod changes;
 pub(crate) mod checkpoint_row;
 pub(crate) mod entry_revisions;
 pub(crate) mod item_columns;

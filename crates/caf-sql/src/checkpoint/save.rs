@@ -14,10 +14,10 @@
 //! ([`lookup`]), then replace, continue (reading the parent back if it is not cached) or start
 //! a line.
 
+use crate::checkpoint::append_pg;
+use crate::checkpoint::changes::Changes;
 use crate::checkpoint::checkpoint_row::{CheckpointRow, Place};
-use crate::checkpoint::entry_revisions;
 use crate::checkpoint::item_columns::ItemContext;
-use crate::checkpoint::item_revisions::{write_diff, ItemTable, Steps, Thoughts, ToolCalls};
 use crate::checkpoint::line_cache::{LineCache, Tip};
 use crate::checkpoint::load::load_in_tx;
 use crate::checkpoint::parent_lookup::lookup;
@@ -25,10 +25,12 @@ use crate::columns::text;
 use crate::connection::{AnyConnection, Backend};
 use crate::delete::delete_in_tx;
 use crate::error::{Result, SqlError};
-use crate::executions::{ensure_execution, saved_into_execution};
+use crate::executions::{ensure_execution, ExecutionUpdate};
+use crate::statement::arrays::Kind;
 use crate::statement::fixed::{execute, insert_rows, Row};
 use crate::statement::{shape, Param};
 use caf_core::format::Checkpoint;
+use std::borrow::Cow;
 use std::collections::BTreeSet;
 
 /// What caf writes for a checkpoint: its integrity checksum and size.
@@ -91,6 +93,8 @@ struct LabelRow<'a> {
 }
 
 impl Row for LabelRow<'_> {
+    const KINDS: &'static [Kind] = &[Kind::Text, Kind::Text];
+
     fn values<'a>(&'a self, out: &mut Vec<Param<'a>>) {
         out.extend([Param::Text(self.checkpoint_id), Param::Text(self.label)]);
     }
@@ -147,7 +151,7 @@ fn continue_cached_line(
     let Some(parent) = c.parent_id.as_ref() else {
         return Ok(None);
     };
-    let Some(tip) = cache.take_checkpoint(parent.as_str(), c.execution_id.as_str()) else {
+    let Some(mut tip) = cache.take_checkpoint(parent.as_str(), c.execution_id.as_str()) else {
         return Ok(None);
     };
     let place = Place {
@@ -155,16 +159,42 @@ fn continue_cached_line(
         seq: tip.place.seq + 1,
     };
     let row = CheckpointRow::of(c, place, &enc.integrity, enc.bytes);
-    let appended = row
-        .append(conn, parent.as_str(), tip.place)
-        .map_err(Failing::of(conn, c).at("inserting it"))?;
-    if !appended {
-        // The general path looks again (and may still use the tip, if it is one).
-        cache.put(tip);
-        return Ok(None);
+    let changes = Changes::between(ItemContext::of(c, place), &tip.snapshot, &c.snapshot);
+    let fail = Failing::of(conn, c);
+    if conn.backend() == Backend::Postgres {
+        let labels = labels_of(c);
+        let execution = ExecutionUpdate::of(c);
+        let done = append_pg::append(
+            conn,
+            &row,
+            parent.as_str(),
+            tip.place,
+            &changes,
+            &label_rows(c, &labels),
+            &execution,
+        )
+        .map_err(fail.at("inserting it"))?;
+        if !done.appended {
+            // The general path looks again (and may still use the tip, if it is one).
+            cache.put(tip);
+            return Ok(None);
+        }
+        if !done.execution_updated {
+            execution.write_in_full(conn)?;
+        }
+    } else {
+        let appended = row
+            .append(conn, parent.as_str(), tip.place)
+            .map_err(fail.at("inserting it"))?;
+        if !appended {
+            cache.put(tip);
+            return Ok(None);
+        }
+        changes.write(conn)?;
+        write_labels_and_execution(conn, c)?;
     }
-    let tip = write_items(conn, c, place, tip)?;
-    write_labels_and_execution(conn, c)?;
+    changes.apply(&mut tip.snapshot, &c.snapshot);
+    tip.advance(c, place);
     Ok(Some(Saved {
         outcome: SyncOutcome::Added,
         tip: Some(tip),
@@ -236,46 +266,45 @@ fn save_in_general(
     })
 }
 
-/// Writes the item and entry revisions that turn `old` (the line's tip before `c`; empty for a
-/// new line) into `c` at `place`; returns the tip `c` makes, updated in place from `old`.
+/// Writes the item and entry revisions that turn `tip` (the line's tip before `c`; empty for a
+/// new line) into `c` at `place`; returns the tip `c` makes, updated in place from `tip`.
 fn write_items(
     conn: &mut AnyConnection,
     c: &Checkpoint,
     place: Place,
     mut tip: Tip,
 ) -> Result<Tip> {
-    let fail = Failing::of(conn, c);
-    let ctx = ItemContext {
-        line_id: place.line_id,
-        seq: place.seq,
-        execution_id: c.execution_id.as_str(),
-        checkpoint_id: c.id.as_str(),
-    };
-    let (s, new) = (&mut tip.snapshot, &c.snapshot);
-    entry_revisions::write_diff(conn, ctx, s, new).map_err(fail.at("context entries"))?;
-    write_diff::<Thoughts>(conn, ctx, Thoughts::of_mut(s), Thoughts::of(new))
-        .map_err(fail.at("thoughts"))?;
-    write_diff::<ToolCalls>(conn, ctx, ToolCalls::of_mut(s), ToolCalls::of(new))
-        .map_err(fail.at("tool calls"))?;
-    write_diff::<Steps>(conn, ctx, Steps::of_mut(s), Steps::of(new)).map_err(fail.at("steps"))?;
+    let changes = Changes::between(ItemContext::of(c, place), &tip.snapshot, &c.snapshot);
+    changes.write(conn)?;
+    changes.apply(&mut tip.snapshot, &c.snapshot);
     tip.advance(c, place);
     Ok(tip)
+}
+
+/// `c`'s labels as stored: in their query form, each once.
+fn labels_of(c: &Checkpoint) -> BTreeSet<Cow<'_, str>> {
+    c.metadata.labels.iter().map(|l| text(l)).collect()
+}
+
+/// The `checkpoint_labels` rows of `c` with `labels`.
+fn label_rows<'a>(c: &'a Checkpoint, labels: &'a BTreeSet<Cow<'a, str>>) -> Vec<LabelRow<'a>> {
+    labels
+        .iter()
+        .map(|label| LabelRow {
+            checkpoint_id: c.id.as_str(),
+            label,
+        })
+        .collect()
 }
 
 /// Inserts `c`'s labels and brings its execution's row up to date.
 fn write_labels_and_execution(conn: &mut AnyConnection, c: &Checkpoint) -> Result<()> {
     if !c.metadata.labels.is_empty() {
-        let labels: BTreeSet<_> = c.metadata.labels.iter().map(|l| text(l)).collect();
-        let rows: Vec<LabelRow<'_>> = labels
-            .iter()
-            .map(|label| LabelRow {
-                checkpoint_id: c.id.as_str(),
-                label,
-            })
-            .collect();
-        insert_rows::<InsertLabels, _>(conn, &rows).map_err(Failing::of(conn, c).at("labels"))?;
+        let labels = labels_of(c);
+        insert_rows::<InsertLabels, _>(conn, &label_rows(c, &labels))
+            .map_err(Failing::of(conn, c).at("labels"))?;
     }
-    saved_into_execution(conn, c)
+    ExecutionUpdate::of(c).write(conn)
 }
 
 /// The snapshot of the line's tip (the parent): from the cache when it is current, else read

@@ -19,6 +19,7 @@
 //! table needs at most eight shapes, each prepared once.
 
 use crate::connection::{with_inner, AnyConnection};
+use crate::statement::arrays::{Array, Kind};
 use diesel::backend::Backend;
 use diesel::query_builder::{AstPass, Query, QueryFragment, QueryId};
 use diesel::serialize::ToSql;
@@ -39,9 +40,12 @@ pub(crate) enum Param<'a> {
     Bool(bool),
     OptBool(Option<bool>),
     OptFloat(Option<f64>),
+    /// A column of rows as one array (PostgreSQL only, see [`crate::statement::arrays`]).
+    Array(&'a Array<'a>),
 }
 
 impl<'a> Param<'a> {
+    /// Binds a value that is not an array.
     fn push<'b, DB>(&'b self, out: &mut AstPass<'_, 'b, DB>) -> QueryResult<()>
     where
         DB: Backend + HasSqlType<Text> + HasSqlType<BigInt> + HasSqlType<Bool> + HasSqlType<Double>,
@@ -58,6 +62,9 @@ impl<'a> Param<'a> {
             Self::Bool(v) => out.push_bind_param::<Bool, bool>(v),
             Self::OptBool(v) => out.push_bind_param::<Nullable<Bool>, Option<bool>>(v),
             Self::OptFloat(v) => out.push_bind_param::<Nullable<Double>, Option<f64>>(v),
+            Self::Array(_) => Err(diesel::result::Error::QueryBuilderError(
+                "array parameters are for PostgreSQL".into(),
+            )),
         }
     }
 }
@@ -122,14 +129,12 @@ impl<'a, S: Shape, const N: usize> Fixed<'a, S, N> {
         count(S::HEAD) + N * count(S::GROUP) + count(S::TAIL)
     }
 
-    fn walk<'b, DB>(&'b self, mut out: AstPass<'_, 'b, DB>) -> QueryResult<()>
-    where
-        DB: Backend + HasSqlType<Text> + HasSqlType<BigInt> + HasSqlType<Bool> + HasSqlType<Double>,
-        str: ToSql<Text, DB>,
-        i64: ToSql<BigInt, DB>,
-        bool: ToSql<Bool, DB>,
-        f64: ToSql<Double, DB>,
-    {
+    /// Writes the text and binds the values, each with `push`.
+    fn walk<'b, DB: Backend>(
+        &'b self,
+        mut out: AstPass<'_, 'b, DB>,
+        push: impl Fn(&'b Param<'a>, &mut AstPass<'_, 'b, DB>) -> QueryResult<()>,
+    ) -> QueryResult<()> {
         let mut values = self.values.iter();
         let mut text = |out: &mut AstPass<'_, 'b, DB>, sql: &str| -> QueryResult<()> {
             let mut parts = sql.split('?');
@@ -142,7 +147,7 @@ impl<'a, S: Shape, const N: usize> Fixed<'a, S, N> {
                         format!("more placeholders than values in {}", S::HEAD).into(),
                     )
                 })?;
-                value.push(out)?;
+                push(value, out)?;
                 out.push_sql(part);
             }
             Ok(())
@@ -172,14 +177,17 @@ impl<'a, S: Shape, const N: usize> Fixed<'a, S, N> {
 #[cfg(feature = "sqlite")]
 impl<S: Shape, const N: usize> QueryFragment<diesel::sqlite::Sqlite> for Fixed<'_, S, N> {
     fn walk_ast<'b>(&'b self, out: AstPass<'_, 'b, diesel::sqlite::Sqlite>) -> QueryResult<()> {
-        self.walk(out)
+        self.walk(out, |value, out| value.push(out))
     }
 }
 
 #[cfg(feature = "postgres")]
 impl<S: Shape, const N: usize> QueryFragment<diesel::pg::Pg> for Fixed<'_, S, N> {
     fn walk_ast<'b>(&'b self, out: AstPass<'_, 'b, diesel::pg::Pg>) -> QueryResult<()> {
-        self.walk(out)
+        self.walk(out, |value, out| match value {
+            Param::Array(array) => array.push(out),
+            scalar => scalar.push(out),
+        })
     }
 }
 
@@ -281,6 +289,8 @@ pub(crate) fn padded<T: Copy>(values: &[T]) -> impl Iterator<Item = Vec<T>> + '_
 
 /// Something written as one group of values of a multi-row insert.
 pub(crate) trait Row {
+    /// The kinds of its values, in order (for [`crate::statement::arrays::columns`]).
+    const KINDS: &'static [Kind];
     /// Appends the row's values, in the order of the shape's columns.
     fn values<'a>(&'a self, out: &mut Vec<Param<'a>>);
 }

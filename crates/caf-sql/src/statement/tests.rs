@@ -1,8 +1,9 @@
 //! Fixed statements on both backends: every row count round-trips, shapes are prepared once.
 
+use super::arrays::{columns, Kind};
 use super::fixed::{batches, execute_groups, insert_rows, padded, Fixed, Row, MAX_GROUPS};
 use super::{shape, Param};
-use crate::connection::{open, AnyConnection, SqlOptions, Target};
+use crate::connection::{open, AnyConnection, Backend, SqlOptions, Target};
 use diesel::connection::{InstrumentationEvent, SimpleConnection};
 use diesel::sql_types::{BigInt, Nullable, Text};
 use diesel::{Connection, QueryableByName, RunQueryDsl};
@@ -24,6 +25,8 @@ shape!(
 struct Pair(i64, Option<String>);
 
 impl Row for Pair {
+    const KINDS: &'static [Kind] = &[Kind::Int, Kind::OptText];
+
     fn values<'a>(&'a self, out: &mut Vec<Param<'a>>) {
         out.extend([Param::Int(self.0), Param::OptText(self.1.as_deref())]);
     }
@@ -63,6 +66,65 @@ fn stored(conn: &mut AnyConnection) -> Vec<Stored> {
     diesel::sql_query("SELECT n, label, mark FROM fixed_test ORDER BY n")
         .load(conn)
         .unwrap()
+}
+
+shape!(
+    InsertPairsFromArrays,
+    "INSERT INTO fixed_test (n, label) SELECT * FROM unnest(?, ?)"
+);
+
+/// Checks that `row` gives values of the kinds it declares.
+pub(crate) fn assert_kinds<R: Row>(row: &R) {
+    let mut values = Vec::new();
+    row.values(&mut values);
+    let kinds: Vec<Option<Kind>> = values.iter().map(Kind::of).collect();
+    let declared: Vec<Option<Kind>> = R::KINDS.iter().map(|k| Some(*k)).collect();
+    assert_eq!(kinds, declared);
+}
+
+#[test]
+fn rows_of_any_count_go_in_as_arrays_on_postgres_and_are_refused_on_sqlite() {
+    for (mut conn, _dir) in connections() {
+        let backend = conn.backend();
+        let mut expected = Vec::new();
+        for count in [0, 1, 100] {
+            let start = expected.len() as i64;
+            let rows: Vec<Pair> = (start..start + count)
+                .map(|n| Pair(n, (n % 2 == 0).then(|| format!("{n}"))))
+                .collect();
+            rows.iter().for_each(assert_kinds);
+            let arrays = columns(&rows).unwrap();
+            let values: Vec<Param<'_>> = arrays.iter().map(Param::Array).collect();
+            let done = super::fixed::execute::<InsertPairsFromArrays>(&mut conn, &values);
+            if backend == Backend::Sqlite {
+                assert!(done.is_err());
+                continue;
+            }
+            assert_eq!(done.unwrap(), rows.len());
+            expected.extend(rows.iter().map(|p| Stored {
+                n: p.0,
+                label: p.1.clone(),
+                mark: None,
+            }));
+            assert_eq!(stored(&mut conn), expected, "{count} rows");
+        }
+        if backend == Backend::Sqlite {
+            assert!(stored(&mut conn).is_empty());
+        }
+    }
+}
+
+#[test]
+fn a_row_whose_values_do_not_match_its_kinds_is_refused() {
+    struct Wrong;
+    impl Row for Wrong {
+        const KINDS: &'static [Kind] = &[Kind::Int, Kind::Text];
+        fn values<'a>(&'a self, out: &mut Vec<Param<'a>>) {
+            out.extend([Param::Int(1), Param::OptText(None)]);
+        }
+    }
+    assert!(columns(&[Wrong]).is_err());
+    assert!(columns::<Wrong>(&[]).is_ok());
 }
 
 #[test]
