@@ -11,16 +11,40 @@
 //! a position's new current revision must not meet its old one in the `…_current` unique
 //! indexes. (All parts of one statement see the same snapshot; PostgreSQL's uniqueness checks
 //! see the rows this statement already updated.)
+//!
+//! Planning the statement costs more than running it (about half a millisecond), and
+//! PostgreSQL plans a prepared statement again on every run for as long as its plans for the
+//! values at hand look cheaper than a generic one. So the save's transaction asks for generic
+//! plans ([`lock_for_save`], with the execution's lock: no extra round trip), and the
+//! statement is written so that its generic plan still looks each row up by index (positions
+//! as `= ANY (…)` on the `…_current` indexes, one part of `entries` at a time).
 
 use crate::checkpoint::changes::Changes;
 use crate::checkpoint::checkpoint_row::{CheckpointRow, Place};
-use crate::connection::AnyConnection;
+use crate::checkpoint::entry_revisions::PARTS;
+use crate::connection::{AnyConnection, Backend};
+use crate::error::{Result, SqlError};
 use crate::executions::ExecutionUpdate;
 use crate::statement::arrays::{columns, Array};
-use crate::statement::fixed::{load, Row};
+use crate::statement::fixed::{execute, load, Row};
 use crate::statement::{shape, Param};
 use diesel::sql_types::BigInt;
-use diesel::{QueryResult, QueryableByName};
+use diesel::QueryableByName;
+
+/// Closes the current entries of one part (`to_seq`, line, positions): an index lookup per
+/// position in `entries_current` whatever the plan (a join with a list of (part, position)
+/// pairs may be planned as a scan of the line's current entries).
+macro_rules! close_entries {
+    ($name:literal, $part:literal) => {
+        concat!(
+            $name,
+            " AS (UPDATE entries SET to_seq = ? WHERE EXISTS (SELECT 1 FROM appended) \
+             AND line_id = ? AND part = '",
+            $part,
+            "' AND to_seq IS NULL AND position = ANY (?) RETURNING 1), "
+        )
+    };
+}
 
 /// Closes the current revisions of an item table (`to_seq`, line, positions).
 macro_rules! close_items {
@@ -49,11 +73,17 @@ shape!(
          AND EXISTS (SELECT 1 FROM checkpoints WHERE id = ? AND line_id = ? AND seq = ?) \
          AND NOT EXISTS (SELECT 1 FROM checkpoints WHERE line_id = ? AND seq > ?) \
          ON CONFLICT DO NOTHING RETURNING 1), ",
-        "closed_entries AS (UPDATE entries SET to_seq = ? \
-         FROM unnest(?, ?) AS closed (part, position) \
-         WHERE EXISTS (SELECT 1 FROM appended) AND entries.line_id = ? \
-         AND entries.to_seq IS NULL AND entries.part = closed.part \
-         AND entries.position = closed.position RETURNING 1), ",
+        close_entries!("closed_history", "history"),
+        close_entries!("closed_memory", "memory"),
+        close_entries!("closed_messages", "messages"),
+        close_entries!("closed_pending_steps", "pending_steps"),
+        close_entries!("closed_results", "results"),
+        close_entries!("closed_state", "state"),
+        close_entries!("closed_variables", "variables"),
+        "closed_entries AS (SELECT 1 FROM closed_history UNION ALL SELECT 1 FROM closed_memory \
+         UNION ALL SELECT 1 FROM closed_messages UNION ALL SELECT 1 FROM closed_pending_steps \
+         UNION ALL SELECT 1 FROM closed_results UNION ALL SELECT 1 FROM closed_state \
+         UNION ALL SELECT 1 FROM closed_variables), ",
         close_items!("closed_thoughts", "thoughts"),
         close_items!("closed_tool_calls", "tool_calls"),
         close_items!("closed_steps", "steps"),
@@ -91,6 +121,25 @@ shape!(
     )
 );
 
+shape!(
+    /// The execution's lock (as [`AnyConnection::lock_execution`]), and generic plans for the
+    /// rest of the transaction.
+    LockForSave,
+    "SELECT pg_advisory_xact_lock(hashtextextended(?, 0)), \
+     set_config('plan_cache_mode', 'force_generic_plan', true)"
+);
+
+/// Takes the lock that serializes the writers of `execution` (until the transaction ends) and
+/// makes the transaction's prepared statements run their generic plans.
+pub(crate) fn lock_for_save(conn: &mut AnyConnection, execution: &str) -> Result<()> {
+    execute::<LockForSave>(conn, &[Param::Text(execution)])
+        .map(|_| ())
+        .map_err(SqlError::query(
+            Backend::Postgres,
+            format!("locking execution {execution}"),
+        ))
+}
+
 /// What [`AppendOnPostgres`] did.
 #[derive(QueryableByName)]
 struct Done {
@@ -119,11 +168,16 @@ pub(crate) fn append(
     changes: &Changes<'_>,
     labels: &[impl Row],
     execution: &ExecutionUpdate<'_>,
-) -> QueryResult<Appended> {
+) -> diesel::QueryResult<Appended> {
     let (line, seq) = (parent_place.line_id, parent_place.seq);
     let ctx = changes.ctx;
-    let closed_parts = Array::Text(changes.entries.closed.iter().map(|(p, _)| *p).collect());
-    let closed_positions = Array::Int(changes.entries.closed.iter().map(|(_, i)| *i).collect());
+    let closed_entries: Vec<Array<'_>> = PARTS
+        .iter()
+        .map(|part| {
+            let closed = changes.entries.closed.iter();
+            Array::Int(closed.filter(|(p, _)| p == part).map(|(_, i)| *i).collect())
+        })
+        .collect();
     let closed_thoughts = Array::Int(changes.thoughts.closed.clone());
     let closed_calls = Array::Int(changes.tool_calls.closed.clone());
     let closed_steps = Array::Int(changes.steps.closed.clone());
@@ -142,13 +196,8 @@ pub(crate) fn append(
         Param::Int(line),
         Param::Int(seq),
     ]);
-    values.extend([
-        Param::Int(ctx.seq),
-        Param::Array(&closed_parts),
-        Param::Array(&closed_positions),
-        Param::Int(ctx.line_id),
-    ]);
-    for closed in [&closed_thoughts, &closed_calls, &closed_steps] {
+    let closed_items = [&closed_thoughts, &closed_calls, &closed_steps];
+    for closed in closed_entries.iter().chain(closed_items) {
         values.extend([
             Param::Int(ctx.seq),
             Param::Int(ctx.line_id),

@@ -107,7 +107,10 @@ pub(crate) fn save_in_tx(
     c: &Checkpoint,
     enc: &Encoded,
 ) -> Result<Saved> {
-    conn.lock_execution(c.execution_id.as_str())?;
+    match conn.backend() {
+        Backend::Postgres => append_pg::lock_for_save(conn, c.execution_id.as_str())?,
+        Backend::Sqlite => conn.lock_execution(c.execution_id.as_str())?,
+    }
     match continue_cached_line(conn, cache, c, enc)? {
         Some(saved) => Ok(saved),
         None => save_in_general(conn, cache, c, enc),
