@@ -1,6 +1,6 @@
 //! This crate's own SQL statements, written once for both backends and kept prepared.
 //!
-//! - [`fixed`]: [`Fixed`] statements, whose text is fixed by their type (every statement of a
+//! - [`fixed`]: [`fixed::Fixed`] statements, whose text is fixed by their type (every statement of a
 //!   save): found in diesel's statement cache by type, prepared once per connection.
 //! - [`arrays`]: rows as one array per column, for PostgreSQL's `unnest`: any number of rows
 //!   with one statement text.
