@@ -484,8 +484,9 @@ impl AnyConnection {
     }
 }
 
-/// Evaluates `$body` with `$c` bound to the concrete connection inside `$conn`, for the few
-/// statements diesel's multi-backend cannot express (multi-row inserts).
+/// Evaluates `$body` with `$c` bound to the concrete connection inside `$conn`: for the
+/// statements that run on the backend's own connection (the fixed statements of
+/// `crate::statement::fixed`, raw SQL).
 macro_rules! with_inner {
     ($conn:expr, $c:ident => $body:expr) => {
         match $conn {

@@ -113,3 +113,35 @@ fn another_execution_reuses_every_prepared_statement() {
         assert_eq!(latest.unwrap().snapshot, *state.snapshot());
     });
 }
+
+#[test]
+fn labels_of_a_remembered_line_save_are_found_by_label() {
+    on_each_backend(|store| {
+        let backend = store.backend();
+        let manager = CheckpointManager::new(store);
+        let mut state = run(&manager, "agent-a", 2);
+        step(&mut state, 2);
+        let options = CheckpointOptions::new(CheckpointReason::Manual)
+            .label("b")
+            .label("a");
+        let labelled = manager.checkpoint(&mut state, options).unwrap();
+        for (label, found) in [("a", true), ("b", true), ("c", false)] {
+            let filter = caf_core::ListFilter {
+                label: Some(label.into()),
+                ..Default::default()
+            };
+            let listed = manager.store().list_checkpoints(&filter).unwrap();
+            let ids: Vec<_> = listed.iter().map(|s| s.id.clone()).collect();
+            let expected = if found {
+                vec![labelled.id.clone()]
+            } else {
+                vec![]
+            };
+            assert_eq!(ids, expected, "{backend}: label {label}");
+        }
+        assert_eq!(
+            manager.store().load_checkpoint(&labelled.id).unwrap(),
+            labelled
+        );
+    });
+}
