@@ -4,10 +4,10 @@
 //! JSON with `--json`). Items are counted once each — a thought seen in 100 checkpoints is one
 //! thought — and tool calls by their latest revision.
 
+use crate::columns::uint;
 use crate::connection::{AnyConnection, TxMode};
 use crate::error::{Result, SqlError};
-use crate::rows::uint;
-use crate::stmt::Stmt;
+use crate::statement::Stmt;
 use crate::SqlStore;
 use caf_core::ExecutionStatus;
 use caf_core::{ExecutionId, Timestamp};

@@ -465,7 +465,7 @@ impl AnyConnection {
             #[cfg(feature = "postgres")]
             Self::Pg(_) => {
                 use diesel::RunQueryDsl;
-                crate::stmt::Stmt::new("SELECT pg_advisory_xact_lock(hashtextextended(?, 0))")
+                crate::statement::Stmt::new("SELECT pg_advisory_xact_lock(hashtextextended(?, 0))")
                     .text(execution_id)
                     .execute(self)
                     .map(|_| ())
@@ -483,8 +483,9 @@ impl AnyConnection {
     }
 }
 
-/// Evaluates `$body` with `$c` bound to the concrete connection inside `$conn`, for the few
-/// statements diesel's multi-backend cannot express (multi-row inserts).
+/// Evaluates `$body` with `$c` bound to the concrete connection inside `$conn`: for the
+/// statements that run on the backend's own connection (the fixed statements of
+/// `crate::statement::fixed`, raw SQL).
 macro_rules! with_inner {
     ($conn:expr, $c:ident => $body:expr) => {
         match $conn {
@@ -496,21 +497,6 @@ macro_rules! with_inner {
     };
 }
 pub(crate) use with_inner;
-
-/// Inserts the rows of the slice `$rows` into `$table`: one row as a single-row statement
-/// (which diesel keeps prepared), several in one multi-row statement.
-macro_rules! insert_rows {
-    ($conn:expr, $table:path, $rows:expr) => {
-        match $rows {
-            [] => Ok(0),
-            [one] => diesel::insert_into($table).values(one).execute($conn),
-            many => {
-                $crate::connection::with_inner!($conn, c => diesel::insert_into($table).values(many).execute(c))
-            }
-        }
-    };
-}
-pub(crate) use insert_rows;
 
 #[cfg(test)]
 mod tests {

@@ -1,11 +1,11 @@
 //! Bringing checkpoint files into the database: [`SqlStore::sync_from`] and
 //! [`SqlStore::reindex_from`].
 
+use crate::checkpoint::save::{save_in_tx, Encoded, SyncOutcome};
 use crate::connection::TxMode;
+use crate::delete::delete_everything;
 use crate::error::{Result, SqlError};
-use crate::gc::delete_everything;
 use crate::schema::checkpoints;
-use crate::sync::{save_in_tx, Encoded, SyncOutcome};
 use crate::SqlStore;
 use caf_core::format::{decode, encode, Checkpoint, Limits};
 use caf_core::store::read_regular_file;

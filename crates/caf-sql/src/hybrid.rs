@@ -1,9 +1,9 @@
 //! [`HybridStore`]: checkpoint files as the source of truth, a database as their index.
 
+use crate::checkpoint::save::{Encoded, SyncOutcome};
 use crate::connection::Backend;
 use crate::error::SqlError;
 use crate::flusher::{self, Flusher};
-use crate::sync::{Encoded, SyncOutcome};
 use crate::unflushed::{self, Writer};
 use crate::SqlStore;
 use caf_core::format::{encode, Checkpoint};

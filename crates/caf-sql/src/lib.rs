@@ -61,9 +61,12 @@
 //!   tool call that completed, a variable that changed — closes the old row (`to_seq = seq`)
 //!   and inserts a new revision, so an older checkpoint still loads it as it was then; a
 //!   position beyond the new count is closed. The store keeps the previous snapshot of recently
-//!   written lines in memory (updated in place, copying only what changed), and checks inside
-//!   the transaction that the line's tip is still that checkpoint; if not (another process
-//!   appended), it reads it back.
+//!   written lines in memory (updated in place, copying only what changed). A child of such a
+//!   remembered tip is written without reading anything first: its `checkpoints` row goes in
+//!   only if, inside the transaction, the parent is still the line's tip (the line is not
+//!   sealed, nothing comes after the parent, no checkpoint has the child's id); if not (another
+//!   process appended, deleted, replaced), the save reads what is stored and, to continue a
+//!   line, the parent back.
 //! - Restoring checkpoint (line, seq) reads the rows visible at seq, by position; the few
 //!   remaining fields (metadata extras, progress counters, current ids, extensions) are the
 //!   `rest` JSON column of its `checkpoints` row. A loaded checkpoint equals the saved one (and
@@ -94,43 +97,76 @@
 //! and writers take the lock up front (`BEGIN IMMEDIATE`), so concurrent processes wait for each
 //! other instead of failing with "database is locked"; `synchronous = FULL`, so that a commit
 //! is on disk when it returns (see [`Durability`]). On PostgreSQL the writers of one execution take turns on a
-//! transaction-scoped advisory lock, and a save that loses a race is retried. The crate's own
-//! statements stay prepared (diesel's statement cache), so a save is about a dozen round trips.
+//! transaction-scoped advisory lock, and a save that loses a race is retried.
+//!
+//! ## Statements: few, and prepared once
+//!
+//! Every statement of a save has a text fixed by its type (`statement::fixed`): diesel finds it
+//! in its statement cache by type, prepares it once per connection and never builds its text
+//! again; rows of any number go in through a few fixed shapes (batches of 64, 32, … 1 rows;
+//! `IN` lists padded to a power of two). The usual save — a child of the tip this store wrote
+//! last — computes its revisions first, then writes them:
+//!
+//! - on SQLite in seven statements on the agent-run workload: whether the parent is still the
+//!   tip, the `checkpoints` row, the entries that changed closed (one statement for every part)
+//!   and added, the thought, the tool call, the execution's row — which leaves its indexed
+//!   columns alone when the agent and status stay, so their indexes are not rewritten;
+//! - on PostgreSQL in one statement after the execution's lock (`WITH` queries that write only
+//!   if the `checkpoints` row went in; rows as one array per column through `unnest`): four
+//!   round trips with `BEGIN` and `COMMIT`. The save's transaction runs generic plans
+//!   (planning that statement costs more than running it).
+//!
+//! ## Modules
+//!
+//! - `checkpoint/`: one checkpoint in the tables — `save` (the save transaction: the usual
+//!   save, the general one, idempotence, replacement), `append_pg` (PostgreSQL's one-statement
+//!   save), `changes` (the revisions a save writes, computed first), `item_revisions` and
+//!   `item_columns` (thoughts, tool calls, completed steps: revisions; item ↔ row and
+//!   payload), `entry_revisions` (the entries of the snapshot's lists and maps),
+//!   `checkpoint_row` (the `checkpoints` row and the `rest` JSON), `parent_lookup` (what the
+//!   general save reads first), `line_cache` (remembered tips), `load` (reading one back).
+//! - `statement/`: the crate's own SQL — `fixed` (fixed-shape statements), `arrays` (rows as
+//!   column arrays for PostgreSQL), `by_text` (statements whose text is built at run time: the
+//!   filters of queries).
+//! - `executions` (the `executions` row), `delete` (deleting checkpoints and executions,
+//!   collecting the revisions nothing sees any more), `list` (listings), `queries` and
+//!   `analytics` (thoughts, tool calls, statistics), `sql_console` (`read_only_sql`, and
+//!   `statement_starts`: refusing a text that is not one statement), `files` (`sync_from`,
+//!   `reindex_from`), `copies` (the database as a second copy of the files), `verify`,
+//!   `pruned` (tombstones), `unflushed` and `flusher` (files a hybrid store wrote without
+//!   flushing, and the thread that syncs them), `columns` (how values become columns), `connection`, `open`,
+//!   `store`, `hybrid`, `schema`, `error`.
 
 #![forbid(unsafe_code)]
 
 mod analytics;
-mod cache;
+mod checkpoint;
+mod columns;
 mod connection;
 mod copies;
-mod entries;
+mod delete;
 mod error;
 mod executions;
 mod files;
 mod flusher;
-mod gc;
 mod hybrid;
-mod item_rows;
-mod items;
 mod list;
 #[cfg(feature = "test-support")]
 mod measure;
 pub mod open;
 mod pruned;
 mod queries;
-mod raw;
-mod rows;
 pub mod schema;
 #[cfg(all(feature = "postgres", feature = "test-support"))]
 mod scratch;
-mod statements;
-mod stmt;
+mod sql_console;
+mod statement;
 mod store;
-mod sync;
 mod unflushed;
 pub mod verify;
 
 pub use analytics::{Averages, ExecutionStats, Stats, Totals};
+pub use checkpoint::save::SyncOutcome;
 pub use connection::{redact, sqlite_path, Backend, Durability, SqlOptions};
 pub use copies::{DatabaseCopy, Disagreement};
 pub use error::{Result, SqlError};
@@ -140,8 +176,7 @@ pub use hybrid::{HybridOptions, HybridStore, Recovery};
 pub use measure::TableCounts;
 pub use open::{Access, Location, OpenError, Store};
 pub use queries::{ThoughtRow, ToolCallRow};
-pub use raw::SqlRows;
 #[cfg(all(feature = "postgres", feature = "test-support"))]
 pub use scratch::ScratchDatabase;
+pub use sql_console::SqlRows;
 pub use store::SqlStore;
-pub use sync::SyncOutcome;

@@ -1,8 +1,9 @@
 //! Listing checkpoint summaries with a [`ListFilter`], in SQL.
 
+use crate::checkpoint::checkpoint_row::SummaryRow;
+use crate::columns::{is_ambiguous, text};
 use crate::connection::{AnyConnection, MultiBackend};
 use crate::error::{Result, SqlError};
-use crate::rows::{is_ambiguous, text, SummaryRow};
 use crate::schema::{checkpoint_labels, checkpoints};
 use caf_core::{CheckpointSummary, ListFilter};
 use diesel::dsl::exists;

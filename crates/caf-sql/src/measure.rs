@@ -46,7 +46,7 @@ impl SqlStore {
             let rows: Vec<N> = diesel::sql_query(format!("SELECT COUNT(*) AS n FROM {table}"))
                 .load(conn)
                 .map_err(SqlError::query(backend, format!("counting {table}")))?;
-            Ok(rows.first().map_or(0, |r| crate::rows::uint(r.n)))
+            Ok(rows.first().map_or(0, |r| crate::columns::uint(r.n)))
         };
         Ok(TableCounts {
             executions: count("executions")?,
@@ -84,6 +84,6 @@ impl SqlStore {
         };
         let rows: Vec<N> = with_inner!(conn, c => diesel::sql_query(sql).load(c))
             .map_err(SqlError::query(backend, "measuring the database"))?;
-        Ok(rows.first().map_or(0, |r| crate::rows::uint(r.n)))
+        Ok(rows.first().map_or(0, |r| crate::columns::uint(r.n)))
     }
 }

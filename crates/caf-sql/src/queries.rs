@@ -1,11 +1,12 @@
 //! [`SqlStore::query_tool_calls`] and [`SqlStore::query_thoughts`]: items, as of their latest
 //! revision, with the checkpoints and executions they appear in.
 
+use crate::checkpoint::checkpoint_row::Damaged;
+use crate::checkpoint::item_columns::{call_from, thought_from};
+use crate::columns::{text, uint};
 use crate::connection::{AnyConnection, TxMode};
 use crate::error::{Result, SqlError};
-use crate::item_rows::{call_from, thought_from};
-use crate::rows::{text, uint, Damaged};
-use crate::stmt::Stmt;
+use crate::statement::Stmt;
 use crate::SqlStore;
 use caf_core::format::{Thought, ToolCall};
 use diesel::prelude::*;

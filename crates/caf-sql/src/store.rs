@@ -1,11 +1,12 @@
 //! [`SqlStore`]: checkpoints in SQLite or PostgreSQL.
 
-use crate::cache::LineCache;
+use crate::checkpoint::line_cache::LineCache;
+use crate::checkpoint::load::load_in_tx;
+use crate::checkpoint::save::{save_in_tx, Encoded, SyncOutcome};
 use crate::connection::{self, AnyConnection, Backend, SqlOptions, Target, TxMode};
+use crate::delete::{delete_execution_in_tx, delete_in_tx};
 use crate::error::{Result, SqlError};
-use crate::gc::{delete_execution_in_tx, delete_in_tx};
 use crate::list::list_in;
-use crate::sync::{load_in_tx, save_in_tx, Encoded, SyncOutcome};
 use caf_core::format::Checkpoint;
 use caf_core::{CheckpointId, CheckpointStore, CheckpointSummary, ExecutionId, ListFilter};
 use std::sync::{Mutex, MutexGuard};

@@ -14,7 +14,7 @@
 //! database see that an earlier boot left files to check.
 
 use crate::connection::AnyConnection;
-use crate::stmt::Stmt;
+use crate::statement::Stmt;
 use caf_core::{Error, Result};
 use diesel::sql_types::Text;
 use diesel::{QueryResult, QueryableByName, RunQueryDsl};

@@ -3,6 +3,8 @@
 //! Results come back through diesel-dynamic-schema's `DynamicRow` (a row of named fields whose
 //! number is only known at run time), each value decoded by its database type into JSON.
 
+mod statement_starts;
+
 use crate::connection::{AnyConnection, Backend, TxMode};
 use crate::error::{Result, SqlError};
 use crate::SqlStore;
@@ -286,7 +288,7 @@ impl SqlStore {
 
 /// Refuses a text that is not exactly one statement.
 fn one_statement(backend: Backend, sql: &str) -> Result<()> {
-    let starts = crate::statements::statement_starts(sql, backend);
+    let starts = statement_starts::statement_starts(sql, backend);
     let reason = match starts.as_slice() {
         [_] => return Ok(()),
         [] => "no SQL statement given (the text is empty or only comments)".to_string(),

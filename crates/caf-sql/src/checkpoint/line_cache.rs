@@ -1,13 +1,14 @@
 //! The snapshot of the newest checkpoint of recently written lines, kept in memory so that the
 //! next save of a line compares against it without reading it back.
 //!
-//! An entry is only used when the database says the line's tip is still that checkpoint (its
-//! seq and id are read inside the save's transaction); otherwise — another process appended, the
-//! tip was deleted — the items are read from the database instead.
+//! An entry is only used when the database says, inside the save's transaction, that the line's
+//! tip is still that checkpoint: the child's `checkpoints` row goes in only on that condition
+//! (one statement, see [`crate::checkpoint::save`]), or the tip's seq and id are read back.
+//! Otherwise — another process appended, the tip was deleted — the items are read from the
+//! database instead.
 
-use crate::rows::Place;
+use crate::checkpoint::checkpoint_row::Place;
 use caf_core::format::{Checkpoint, Snapshot};
-use serde_json::Value;
 use std::collections::HashMap;
 
 /// How many lines are remembered (each entry holds one snapshot).
@@ -43,37 +44,22 @@ impl Tip {
         }
     }
 
-    /// Makes this the tip `c` makes at `place`, copying only what differs. The thoughts, tool
-    /// calls and completed steps are already `c`'s (the save updated them as it compared).
+    /// Makes this the tip `c` makes at `place`. The save already brought the items and the
+    /// lists and maps up to date as it compared them ([`crate::checkpoint::item_revisions`],
+    /// [`crate::checkpoint::entry_revisions`]); the few remaining fields are copied if they
+    /// differ.
     pub fn advance(&mut self, c: &Checkpoint, place: Place) {
-        fn list(old: &mut Vec<Value>, new: &[Value]) {
-            old.truncate(new.len());
-            for (i, n) in new.iter().enumerate() {
-                match old.get_mut(i) {
-                    Some(o) if o == n => {}
-                    Some(o) => *o = n.clone(),
-                    None => old.push(n.clone()),
-                }
-            }
-        }
         fn same<T: PartialEq + Clone>(old: &mut T, new: &T) {
             if old != new {
-                *old = new.clone();
+                old.clone_from(new);
             }
         }
         let (s, n) = (&mut self.snapshot, &c.snapshot);
-        list(&mut s.context.history, &n.context.history);
-        list(&mut s.context.memory, &n.context.memory);
-        list(&mut s.context.messages, &n.context.messages);
-        same(&mut s.context.state, &n.context.state);
-        same(&mut s.context.variables, &n.context.variables);
-        same(&mut s.tool_state.results, &n.tool_state.results);
         same(&mut s.tool_state.last_call_id, &n.tool_state.last_call_id);
         same(
             &mut s.thought_chain.current_thought_id,
             &n.thought_chain.current_thought_id,
         );
-        same(&mut s.progress.pending_steps, &n.progress.pending_steps);
         s.progress.step_number = n.progress.step_number;
         s.progress.total_steps = n.progress.total_steps;
         s.progress.iterations_completed = n.progress.iterations_completed;
@@ -95,6 +81,18 @@ pub(crate) struct LineCache {
 }
 
 impl LineCache {
+    /// Takes the tip that is checkpoint `checkpoint_id` of execution `execution_id`, if one is
+    /// remembered: the line a child of it would continue. (The database is asked in the save's
+    /// transaction whether it still is the tip.)
+    pub fn take_checkpoint(&mut self, checkpoint_id: &str, execution_id: &str) -> Option<Tip> {
+        let line = self
+            .entries
+            .iter()
+            .find(|(_, (_, t))| t.checkpoint_id == checkpoint_id && t.execution_id == execution_id)
+            .map(|(line, _)| *line)?;
+        self.entries.remove(&line).map(|(_, tip)| tip)
+    }
+
     /// Takes the tip of `place.line_id` if it is the checkpoint `checkpoint_id` at `place.seq`.
     pub fn take(&mut self, place: Place, checkpoint_id: &str) -> Option<Tip> {
         let (_, tip) = self.entries.remove(&place.line_id)?;

@@ -8,16 +8,14 @@
 
 use crate::connection::MultiBackend;
 use diesel::query_builder::{AstPass, Query, QueryFragment, QueryId};
-use diesel::sql_types::{BigInt, Bool, Nullable, Text, Untyped};
+use diesel::sql_types::{BigInt, Bool, Text, Untyped};
 use diesel::{QueryResult, RunQueryDsl};
 
 /// A bind value.
 #[derive(Debug, Clone, PartialEq)]
 enum Bind {
     Text(String),
-    OptText(Option<String>),
     Int(i64),
-    OptInt(Option<i64>),
     Bool(bool),
 }
 
@@ -43,21 +41,9 @@ impl Stmt {
         self
     }
 
-    /// Binds a text or NULL.
-    pub fn opt_text(mut self, v: Option<impl Into<String>>) -> Self {
-        self.binds.push(Bind::OptText(v.map(Into::into)));
-        self
-    }
-
     /// Binds a 64-bit integer.
     pub fn int(mut self, v: i64) -> Self {
         self.binds.push(Bind::Int(v));
-        self
-    }
-
-    /// Binds a 64-bit integer or NULL.
-    pub fn opt_int(mut self, v: Option<i64>) -> Self {
-        self.binds.push(Bind::OptInt(v));
         self
     }
 
@@ -78,11 +64,7 @@ impl QueryFragment<MultiBackend> for Stmt {
         for part in parts {
             match binds.next() {
                 Some(Bind::Text(v)) => out.push_bind_param::<Text, String>(v)?,
-                Some(Bind::OptText(v)) => {
-                    out.push_bind_param::<Nullable<Text>, Option<String>>(v)?
-                }
                 Some(Bind::Int(v)) => out.push_bind_param::<BigInt, i64>(v)?,
-                Some(Bind::OptInt(v)) => out.push_bind_param::<Nullable<BigInt>, Option<i64>>(v)?,
                 Some(Bind::Bool(v)) => out.push_bind_param::<Bool, bool>(v)?,
                 None => {
                     return Err(diesel::result::Error::QueryBuilderError(

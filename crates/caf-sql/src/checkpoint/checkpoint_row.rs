@@ -1,4 +1,5 @@
-//! Thin row types and the conversion of a [`Checkpoint`] to rows and back.
+//! The `checkpoints` row of a checkpoint (and the columns a listing reads): its header in
+//! normalized columns, and the conversion of a [`Checkpoint`] to that row and back.
 //!
 //! Normalized columns are for querying. A few values cannot be held by a column exactly — a NUL
 //! character (PostgreSQL `text` refuses it; it becomes U+FFFD on both backends, so that queries
@@ -8,8 +9,12 @@
 //! `content`, unless it has a NUL; a tool call's `args` and `result`, which are JSON text); the
 //! rest of the document is the `rest` JSON column.
 
-use crate::entries::Parts;
+use crate::checkpoint::entry_revisions::Parts;
+use crate::columns::{count, int, json, text, uint};
+use crate::connection::AnyConnection;
 use crate::schema::checkpoints;
+use crate::statement::fixed::{execute, load};
+use crate::statement::{shape, Param};
 use caf_core::format::{
     Branch, Checkpoint, CheckpointReason, CompletedStep, Context, JsonObject, LastError, Metadata,
     PlanStep, Progress, Snapshot, Thought, ThoughtChain, ToolCall, ToolState,
@@ -17,42 +22,7 @@ use caf_core::format::{
 use caf_core::{CheckpointId, CheckpointSummary, ExecutionId, Timestamp};
 use diesel::prelude::*;
 use serde::{Deserialize, Serialize};
-use std::borrow::Cow;
 use std::collections::BTreeMap;
-
-/// The query form of a string: NUL replaced by U+FFFD (PostgreSQL `text` cannot hold NUL).
-pub(crate) fn text(s: &str) -> Cow<'_, str> {
-    if s.contains('\0') {
-        Cow::Owned(s.replace('\0', "\u{fffd}"))
-    } else {
-        Cow::Borrowed(s)
-    }
-}
-
-/// Whether a filter value may match a string whose query form differs from it.
-pub(crate) fn is_ambiguous(s: &str) -> bool {
-    s.contains('\0') || s.contains('\u{fffd}')
-}
-
-/// A counter as a column: saturated at `i64::MAX`.
-pub(crate) fn int(u: u64) -> i64 {
-    i64::try_from(u).unwrap_or(i64::MAX)
-}
-
-/// A count or position as a column.
-pub(crate) fn count(n: usize) -> i64 {
-    i64::try_from(n).unwrap_or(i64::MAX)
-}
-
-/// A column counter back as `u64` (negative values, which caf never writes, become 0).
-pub(crate) fn uint(i: i64) -> u64 {
-    u64::try_from(i).unwrap_or(0)
-}
-
-/// JSON text of a value the caf types produced (serializing them into memory cannot fail).
-pub(crate) fn json<T: Serialize + ?Sized>(v: &T) -> String {
-    serde_json::to_string(v).unwrap_or_else(|_| "null".to_string())
-}
 
 /// The values whose column could not hold them exactly.
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -195,7 +165,7 @@ fn rest_of(c: &Checkpoint) -> String {
             description: c.metadata.description.as_deref(),
             extensions: &c.metadata.extensions,
         },
-        parts: crate::entries::counts(s),
+        parts: crate::checkpoint::entry_revisions::counts(s),
         progress: ProgressOut {
             iterations_completed: s.progress.iterations_completed,
             last_error: s.progress.last_error.as_ref(),
@@ -228,8 +198,8 @@ pub(crate) fn task_in_rest(rest: &str) -> Option<String> {
 }
 
 /// A `checkpoints` row.
-#[derive(Debug, Clone, Queryable, Selectable, Insertable)]
-#[diesel(table_name = checkpoints, treat_none_as_default_value = false)]
+#[derive(Debug, Clone, Queryable, Selectable)]
+#[diesel(table_name = checkpoints)]
 pub(crate) struct CheckpointRow {
     pub id: String,
     pub parent_id: Option<String>,
@@ -252,6 +222,43 @@ pub(crate) struct CheckpointRow {
     pub step_count: i64,
     pub exact: Option<String>,
     pub rest: String,
+}
+
+/// The columns of `checkpoints`, in the order [`CheckpointRow::values`] gives them.
+macro_rules! checkpoint_columns {
+    () => {
+        "INSERT INTO checkpoints (id, parent_id, execution_id, agent_id, \"timestamp\", version, \
+         step_number, reason, tokens_used, duration_ms, name, labels, integrity, bytes, line_id, \
+         seq, thought_count, call_count, step_count, exact, rest) "
+    };
+}
+
+shape!(
+    /// Inserts a `checkpoints` row.
+    InsertCheckpoint,
+    concat!(
+        checkpoint_columns!(),
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    )
+);
+
+shape!(
+    /// Whether a checkpoint may continue a line: the line is there and not sealed, the parent
+    /// is at the seq before (`line`, `parent`, `line`, `seq`, `line`, `seq`), nothing comes
+    /// after it, and no checkpoint has the new id (`id`). 1 if so, else 0.
+    MayAppend,
+    "SELECT CASE WHEN EXISTS (SELECT 1 FROM lines WHERE id = ? AND NOT sealed) \
+     AND EXISTS (SELECT 1 FROM checkpoints WHERE id = ? AND line_id = ? AND seq = ?) \
+     AND NOT EXISTS (SELECT 1 FROM checkpoints WHERE line_id = ? AND seq > ?) \
+     AND NOT EXISTS (SELECT 1 FROM checkpoints WHERE id = ?) \
+     THEN CAST(1 AS BIGINT) ELSE CAST(0 AS BIGINT) END AS may"
+);
+
+/// The answer of [`MayAppend`].
+#[derive(QueryableByName)]
+struct May {
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    may: i64,
 }
 
 /// The columns a listing reads.
@@ -311,6 +318,71 @@ impl CheckpointRow {
             exact: Exact::of(c),
             rest: rest_of(c),
         }
+    }
+
+    /// The row's values, in the order of [`InsertCheckpoint`]'s columns.
+    pub fn values(&self) -> [Param<'_>; 21] {
+        [
+            Param::Text(&self.id),
+            Param::OptText(self.parent_id.as_deref()),
+            Param::Text(&self.execution_id),
+            Param::Text(&self.agent_id),
+            Param::Int(self.timestamp),
+            Param::Text(&self.version),
+            Param::Int(self.step_number),
+            Param::Text(&self.reason),
+            Param::Int(self.tokens_used),
+            Param::Int(self.duration_ms),
+            Param::OptText(self.name.as_deref()),
+            Param::Text(&self.labels),
+            Param::Text(&self.integrity),
+            Param::Int(self.bytes),
+            Param::Int(self.line_id),
+            Param::Int(self.seq),
+            Param::Int(self.thought_count),
+            Param::Int(self.call_count),
+            Param::Int(self.step_count),
+            Param::OptText(self.exact.as_deref()),
+            Param::Text(&self.rest),
+        ]
+    }
+
+    /// Inserts the row.
+    pub fn insert(&self, conn: &mut AnyConnection) -> QueryResult<()> {
+        execute::<InsertCheckpoint>(conn, &self.values()).map(|_| ())
+    }
+
+    /// Inserts the row if checkpoint `parent`, at `parent_place`, is still the tip of the line
+    /// this row continues (see [`MayAppend`]); `false` if it is not, or if a row with this id
+    /// exists: nothing was written then.
+    ///
+    /// The question comes first and the row goes in with a plain `VALUES` statement: SQLite
+    /// keeps a statement journal for an `INSERT … SELECT` (it may write several rows), a copy
+    /// of every page the statement changes, spilled to a temporary file past 64 KiB — more
+    /// than the question costs. (PostgreSQL asks within its one-statement save,
+    /// [`crate::checkpoint::append_pg`].)
+    pub fn append(
+        &self,
+        conn: &mut AnyConnection,
+        parent: &str,
+        parent_place: Place,
+    ) -> QueryResult<bool> {
+        let (line, seq) = (parent_place.line_id, parent_place.seq);
+        let question = [
+            Param::Int(line),
+            Param::Text(parent),
+            Param::Int(line),
+            Param::Int(seq),
+            Param::Int(line),
+            Param::Int(seq),
+            Param::Text(&self.id),
+        ];
+        let may: Vec<May> = load::<MayAppend, _>(conn, &question)?;
+        if may.first().map(|m| m.may) != Some(1) {
+            return Ok(false);
+        }
+        self.insert(conn)?;
+        Ok(true)
     }
 
     pub fn place(&self) -> Place {

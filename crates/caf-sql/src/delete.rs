@@ -4,14 +4,14 @@
 //! deletes the ones only it showed. A line whose tip is deleted is `sealed`: nothing continues
 //! it, so a revision closed at the old tip stays closed and seq numbers are never reused. A line with no checkpoint left goes with all its rows.
 
-use crate::cache::LineCache;
+use crate::checkpoint::line_cache::LineCache;
 use crate::connection::AnyConnection;
 use crate::error::{Result, SqlError};
 use crate::executions::refresh_execution;
 use crate::schema::{
     checkpoint_labels, checkpoints, entries, executions, lines, steps, thoughts, tool_calls,
 };
-use crate::stmt::Stmt;
+use crate::statement::Stmt;
 use caf_core::{CheckpointId, ExecutionId};
 use diesel::prelude::*;
 

@@ -4,36 +4,44 @@
 //! line with `from_seq <= seq < to_seq` (`to_seq` NULL: still current). Saving a checkpoint that
 //! continues a line compares its items with those of the previous checkpoint, position by
 //! position, and writes only the differences; restoring reads the revisions visible at a seq.
+//! Every statement of a save here has a fixed shape ([`crate::statement::fixed`]), so it stays
+//! prepared whatever the number of items.
 
-use crate::connection::{insert_rows, AnyConnection};
-use crate::item_rows::{call_from, thought_from, ItemContext, NewStep, NewThought, NewToolCall};
-use crate::rows::{count, Damaged};
+use crate::checkpoint::checkpoint_row::Damaged;
+use crate::checkpoint::item_columns::{
+    call_from, thought_from, InsertSteps, InsertThoughts, InsertToolCalls, ItemContext, NewStep,
+    NewThought, NewToolCall,
+};
+use crate::columns::count;
+use crate::connection::AnyConnection;
 use crate::schema::{steps, thoughts, tool_calls};
+use crate::statement::fixed::{execute_groups, insert_rows, padded, Row};
+use crate::statement::{shape, Param, Shape};
 use caf_core::format::{CompletedStep, Snapshot, Thought, ToolCall};
 use diesel::prelude::*;
 use diesel::QueryResult;
-
-/// Rows per multi-row statement (well under both backends' bind-parameter limits).
-const CHUNK: usize = 400;
 
 /// One of the item tables.
 pub(crate) trait ItemTable {
     /// The item.
     type Item: PartialEq + Clone;
+    /// The new row of an item.
+    type NewRow<'a>: Row
+    where
+        Self::Item: 'a;
+    /// The multi-row insert into the table.
+    type Insert: Shape;
+    /// The statement that closes the current revisions at a list of positions.
+    type Close: Shape;
     /// The table's name, for messages.
     const NAME: &'static str;
     /// The items of a snapshot.
     fn of(s: &Snapshot) -> &[Self::Item];
     /// The items of a snapshot, to change.
     fn of_mut(s: &mut Snapshot) -> &mut Vec<Self::Item>;
-    /// Inserts new revisions (position, item) starting at `ctx.seq`.
-    fn insert(
-        conn: &mut AnyConnection,
-        ctx: &ItemContext,
-        items: &[(usize, &Self::Item)],
-    ) -> QueryResult<()>;
-    /// Closes the current revisions at these positions: they end before `seq`.
-    fn close(conn: &mut AnyConnection, line: i64, seq: i64, positions: &[i64]) -> QueryResult<()>;
+    /// The new row of the item at `position`, first shown at `ctx`.
+    fn new_row<'a>(ctx: ItemContext<'a>, position: usize, item: &'a Self::Item)
+        -> Self::NewRow<'a>;
     /// The items visible at `seq` in `line`, positions `0..count`, in order.
     fn load(
         conn: &mut AnyConnection,
@@ -59,32 +67,27 @@ fn damaged(what: &str) -> impl Fn(Damaged) -> LoadItemsError + '_ {
     move |d| LoadItemsError::Damaged(format!("a stored {what}: {}", d.0))
 }
 
-macro_rules! close {
-    ($table:ident) => {
-        fn close(
-            conn: &mut AnyConnection,
-            line: i64,
-            seq: i64,
-            positions: &[i64],
-        ) -> QueryResult<()> {
-            for chunk in positions.chunks(CHUNK) {
-                let current = $table::table
-                    .filter($table::line_id.eq(line))
-                    .filter($table::to_seq.is_null());
-                match chunk {
-                    // One position (the usual case): a statement diesel keeps prepared.
-                    [one] => diesel::update(current.filter($table::position.eq(*one)))
-                        .set($table::to_seq.eq(seq))
-                        .execute(conn)?,
-                    many => diesel::update(current.filter($table::position.eq_any(many)))
-                        .set($table::to_seq.eq(seq))
-                        .execute(conn)?,
-                };
-            }
-            Ok(())
-        }
-    };
-}
+shape!(
+    /// Closes the current `thoughts` revisions at a list of positions.
+    CloseThoughts,
+    "UPDATE thoughts SET to_seq = ? WHERE line_id = ? AND to_seq IS NULL AND position IN (",
+    "?",
+    ")"
+);
+shape!(
+    /// Closes the current `tool_calls` revisions at a list of positions.
+    CloseToolCalls,
+    "UPDATE tool_calls SET to_seq = ? WHERE line_id = ? AND to_seq IS NULL AND position IN (",
+    "?",
+    ")"
+);
+shape!(
+    /// Closes the current `steps` revisions at a list of positions.
+    CloseSteps,
+    "UPDATE steps SET to_seq = ? WHERE line_id = ? AND to_seq IS NULL AND position IN (",
+    "?",
+    ")"
+);
 
 /// `thoughts`.
 pub(crate) struct Thoughts;
@@ -95,6 +98,9 @@ pub(crate) struct Steps;
 
 impl ItemTable for Thoughts {
     type Item = Thought;
+    type NewRow<'a> = NewThought<'a>;
+    type Insert = InsertThoughts;
+    type Close = CloseThoughts;
     const NAME: &'static str = "thoughts";
     fn of(s: &Snapshot) -> &[Thought] {
         &s.thought_chain.thoughts
@@ -102,21 +108,9 @@ impl ItemTable for Thoughts {
     fn of_mut(s: &mut Snapshot) -> &mut Vec<Thought> {
         &mut s.thought_chain.thoughts
     }
-    fn insert(
-        conn: &mut AnyConnection,
-        ctx: &ItemContext,
-        items: &[(usize, &Thought)],
-    ) -> QueryResult<()> {
-        for chunk in items.chunks(CHUNK) {
-            let rows: Vec<NewThought<'_>> = chunk
-                .iter()
-                .map(|(i, t)| NewThought::new(ctx, *i, t))
-                .collect();
-            insert_rows!(conn, thoughts::table, &rows[..])?;
-        }
-        Ok(())
+    fn new_row<'a>(ctx: ItemContext<'a>, position: usize, item: &'a Thought) -> NewThought<'a> {
+        NewThought::new(ctx, position, item)
     }
-    close!(thoughts);
     fn load(
         conn: &mut AnyConnection,
         line: i64,
@@ -135,6 +129,9 @@ impl ItemTable for Thoughts {
 
 impl ItemTable for ToolCalls {
     type Item = ToolCall;
+    type NewRow<'a> = NewToolCall<'a>;
+    type Insert = InsertToolCalls;
+    type Close = CloseToolCalls;
     const NAME: &'static str = "tool calls";
     fn of(s: &Snapshot) -> &[ToolCall] {
         &s.tool_state.calls
@@ -142,21 +139,9 @@ impl ItemTable for ToolCalls {
     fn of_mut(s: &mut Snapshot) -> &mut Vec<ToolCall> {
         &mut s.tool_state.calls
     }
-    fn insert(
-        conn: &mut AnyConnection,
-        ctx: &ItemContext,
-        items: &[(usize, &ToolCall)],
-    ) -> QueryResult<()> {
-        for chunk in items.chunks(CHUNK) {
-            let rows: Vec<NewToolCall<'_>> = chunk
-                .iter()
-                .map(|(i, c)| NewToolCall::new(ctx, *i, c))
-                .collect();
-            insert_rows!(conn, tool_calls::table, &rows[..])?;
-        }
-        Ok(())
+    fn new_row<'a>(ctx: ItemContext<'a>, position: usize, item: &'a ToolCall) -> NewToolCall<'a> {
+        NewToolCall::new(ctx, position, item)
     }
-    close!(tool_calls);
     fn load(
         conn: &mut AnyConnection,
         line: i64,
@@ -177,6 +162,9 @@ impl ItemTable for ToolCalls {
 
 impl ItemTable for Steps {
     type Item = CompletedStep;
+    type NewRow<'a> = NewStep<'a>;
+    type Insert = InsertSteps;
+    type Close = CloseSteps;
     const NAME: &'static str = "completed steps";
     fn of(s: &Snapshot) -> &[CompletedStep] {
         &s.progress.completed_steps
@@ -184,21 +172,9 @@ impl ItemTable for Steps {
     fn of_mut(s: &mut Snapshot) -> &mut Vec<CompletedStep> {
         &mut s.progress.completed_steps
     }
-    fn insert(
-        conn: &mut AnyConnection,
-        ctx: &ItemContext,
-        items: &[(usize, &CompletedStep)],
-    ) -> QueryResult<()> {
-        for chunk in items.chunks(CHUNK) {
-            let rows: Vec<NewStep<'_>> = chunk
-                .iter()
-                .map(|(i, s)| NewStep::new(ctx, *i, s))
-                .collect();
-            insert_rows!(conn, steps::table, &rows[..])?;
-        }
-        Ok(())
+    fn new_row<'a>(ctx: ItemContext<'a>, position: usize, item: &'a CompletedStep) -> NewStep<'a> {
+        NewStep::new(ctx, position, item)
     }
-    close!(steps);
     fn load(
         conn: &mut AnyConnection,
         line: i64,
@@ -218,44 +194,81 @@ impl ItemTable for Steps {
     }
 }
 
-/// Writes the revisions that turn `old` (the items of the previous checkpoint of the line, empty
-/// for a new line) into `new` at `ctx.seq`: unchanged positions cost nothing. `old` is updated
-/// to `new` on the way (only the changed items are copied), for the line cache.
-pub(crate) fn write_diff<K: ItemTable>(
+/// Closes the current revisions at `positions` in `line` with statement `S` (whose values are
+/// `to_seq`, the line, any `fixed` ones, then the positions): they end before `seq`.
+pub(crate) fn close_positions<S: Shape>(
     conn: &mut AnyConnection,
-    ctx: &ItemContext,
-    old: &mut Vec<K::Item>,
-    new: &[K::Item],
+    line: i64,
+    seq: i64,
+    fixed: &[Param<'_>],
+    positions: &[i64],
 ) -> QueryResult<()> {
-    let mut closed = Vec::new();
-    let mut added = Vec::new();
-    for i in 0..old.len().max(new.len()) {
-        match (old.get(i), new.get(i)) {
-            (Some(o), Some(n)) if o == n => {}
-            (o, n) => {
-                if o.is_some() {
-                    closed.push(count(i));
-                }
-                if let Some(n) = n {
-                    added.push((i, n));
+    let mut values = Vec::new();
+    for list in padded(positions) {
+        values.clear();
+        values.extend([Param::Int(seq), Param::Int(line)]);
+        values.extend_from_slice(fixed);
+        values.extend(list.iter().map(|p| Param::Int(*p)));
+        execute_groups::<S>(conn, list.len(), &values)?;
+    }
+    Ok(())
+}
+
+/// The revisions a save writes into one item table: the positions whose current revision it
+/// closes, and its new rows.
+pub(crate) struct ItemChanges<'a, K: ItemTable + 'a> {
+    /// Positions whose current revision ends before the save's seq.
+    pub closed: Vec<i64>,
+    /// The new revisions, by position, in order.
+    pub added: Vec<(usize, &'a K::Item)>,
+    /// Their rows.
+    pub rows: Vec<K::NewRow<'a>>,
+}
+
+impl<'a, K: ItemTable + 'a> ItemChanges<'a, K> {
+    /// What turns `old` (the items of the previous checkpoint of the line, empty for a new
+    /// line) into `new` at `ctx.seq`: unchanged positions cost nothing.
+    pub fn between(ctx: ItemContext<'a>, old: &[K::Item], new: &'a [K::Item]) -> Self {
+        let mut closed = Vec::new();
+        let mut added = Vec::new();
+        for i in 0..old.len().max(new.len()) {
+            match (old.get(i), new.get(i)) {
+                (Some(o), Some(n)) if o == n => {}
+                (o, n) => {
+                    if o.is_some() {
+                        closed.push(count(i));
+                    }
+                    if let Some(n) = n {
+                        added.push((i, n));
+                    }
                 }
             }
         }
-    }
-    if !closed.is_empty() {
-        K::close(conn, ctx.line_id, ctx.seq, &closed)?;
-    }
-    if !added.is_empty() {
-        K::insert(conn, ctx, &added)?;
-    }
-    old.truncate(new.len());
-    for (i, n) in added {
-        match old.get_mut(i) {
-            Some(slot) => *slot = n.clone(),
-            None => old.push(n.clone()),
+        let rows = added.iter().map(|(i, n)| K::new_row(ctx, *i, n)).collect();
+        Self {
+            closed,
+            added,
+            rows,
         }
     }
-    Ok(())
+
+    /// Writes them, statement by statement (fixed shapes).
+    pub fn write(&self, conn: &mut AnyConnection, ctx: ItemContext<'_>) -> QueryResult<()> {
+        close_positions::<K::Close>(conn, ctx.line_id, ctx.seq, &[], &self.closed)?;
+        insert_rows::<K::Insert, _>(conn, &self.rows)
+    }
+
+    /// Makes `old` the `new_len` items they were computed against, copying only the changed
+    /// ones (for the line cache).
+    pub fn apply(&self, old: &mut Vec<K::Item>, new_len: usize) {
+        old.truncate(new_len);
+        for (i, n) in &self.added {
+            match old.get_mut(*i) {
+                Some(slot) => *slot = (*n).clone(),
+                None => old.push((*n).clone()),
+            }
+        }
+    }
 }
 
 /// The items visible at `seq` in `line` (`count` of them), decoded.

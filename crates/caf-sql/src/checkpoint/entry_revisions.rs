@@ -1,0 +1,442 @@
+//! The `entries` table: revisions of the snapshot's lists and maps (context history, messages,
+//! memory, state, variables; tool results; the pending plan steps).
+//!
+//! Conversations and histories grow with every step; storing them once per checkpoint would
+//! make the database grow with checkpoints × state size. They are stored like items instead:
+//! one row per distinct entry per position, visible from `from_seq` to `to_seq`. Map entries
+//! sit at their position in key order; pending steps are numbered from the end, so that
+//! completing the next step (removing the first) closes one row instead of moving all.
+
+use crate::checkpoint::item_columns::ItemContext;
+use crate::columns::{count, json, text};
+use crate::connection::AnyConnection;
+use crate::schema::entries;
+use crate::statement::arrays::Kind;
+use crate::statement::fixed::{execute_groups, insert_rows, padded, Row};
+use crate::statement::{shape, Param};
+use caf_core::format::{JsonObject, Snapshot};
+use diesel::prelude::*;
+use serde_json::Value;
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+use std::ops::Range;
+
+/// The parts, in the order they are stored.
+pub(crate) const PARTS: [&str; 7] = [
+    "history",
+    "memory",
+    "messages",
+    "pending_steps",
+    "results",
+    "state",
+    "variables",
+];
+
+/// One entry of a part, borrowed from a snapshot.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Entry<'a> {
+    /// A list element.
+    Item(&'a Value),
+    /// A map member.
+    Member(&'a str, &'a Value),
+    /// A pending step.
+    Step(&'a str),
+}
+
+impl<'a> Entry<'a> {
+    fn key(&self) -> Option<Cow<'a, str>> {
+        match self {
+            Self::Member(k, _) => Some(text(k)),
+            _ => None,
+        }
+    }
+
+    fn payload(&self) -> String {
+        match self {
+            Self::Item(v) => json(v),
+            Self::Member(k, v) => json(&(k, v)),
+            Self::Step(s) => json(s),
+        }
+    }
+}
+
+fn members(m: &JsonObject) -> Vec<Entry<'_>> {
+    m.iter().map(|(k, v)| Entry::Member(k, v)).collect()
+}
+
+fn items(v: &[Value]) -> Vec<Entry<'_>> {
+    v.iter().map(Entry::Item).collect()
+}
+
+/// The entries of `part` in a snapshot, by position.
+fn part_of<'a>(s: &'a Snapshot, part: &str) -> Vec<Entry<'a>> {
+    let c = &s.context;
+    match part {
+        "history" => items(&c.history),
+        "memory" => items(&c.memory),
+        "messages" => items(&c.messages),
+        "pending_steps" => s
+            .progress
+            .pending_steps
+            .iter()
+            .rev()
+            .map(|p| Entry::Step(p))
+            .collect(),
+        "results" => members(&s.tool_state.results),
+        "state" => members(&c.state),
+        "variables" => members(&c.variables),
+        _ => Vec::new(),
+    }
+}
+
+/// How many entries each part of `s` has (parts with none are left out).
+pub(crate) fn counts(s: &Snapshot) -> BTreeMap<&'static str, u64> {
+    let c = &s.context;
+    [
+        ("history", c.history.len()),
+        ("memory", c.memory.len()),
+        ("messages", c.messages.len()),
+        ("pending_steps", s.progress.pending_steps.len()),
+        ("results", s.tool_state.results.len()),
+        ("state", c.state.len()),
+        ("variables", c.variables.len()),
+    ]
+    .into_iter()
+    .filter(|(_, n)| *n > 0)
+    .map(|(p, n)| (p, n as u64))
+    .collect()
+}
+
+shape!(
+    /// A multi-row insert into `entries`.
+    InsertEntries,
+    "INSERT INTO entries (line_id, part, position, from_seq, execution_id, \
+     first_checkpoint_id, \"key\", payload) VALUES ",
+    "(?, ?, ?, ?, ?, ?, ?, ?)",
+    ""
+);
+
+shape!(
+    /// Closes the current entries at a list of (part, position) pairs of a line: `to_seq`, the
+    /// pairs, the line. (A join with the list, so that each pair is one index lookup.)
+    CloseEntries,
+    "UPDATE entries SET to_seq = ? FROM (VALUES ",
+    "(?, ?)",
+    ") AS closed WHERE entries.line_id = ? AND entries.to_seq IS NULL \
+     AND entries.part = closed.column1 AND entries.position = closed.column2"
+);
+
+/// A new `entries` row.
+pub(crate) struct NewEntry<'a> {
+    ctx: ItemContext<'a>,
+    part: &'static str,
+    position: i64,
+    key: Option<Cow<'a, str>>,
+    payload: String,
+}
+
+impl Row for NewEntry<'_> {
+    const KINDS: &'static [Kind] = &[
+        Kind::Int,
+        Kind::Text,
+        Kind::Int,
+        Kind::Int,
+        Kind::Text,
+        Kind::Text,
+        Kind::OptText,
+        Kind::Text,
+    ];
+
+    fn values<'a>(&'a self, out: &mut Vec<Param<'a>>) {
+        out.extend([
+            Param::Int(self.ctx.line_id),
+            Param::Text(self.part),
+            Param::Int(self.position),
+            Param::Int(self.ctx.seq),
+            Param::Text(self.ctx.execution_id),
+            Param::Text(self.ctx.checkpoint_id),
+            Param::OptText(self.key.as_deref()),
+            Param::Text(&self.payload),
+        ]);
+    }
+}
+
+/// The entry revisions a save writes: the (part, position) pairs whose current revision it
+/// closes, and its new rows.
+pub(crate) struct EntryChanges<'a> {
+    /// (part, position) pairs whose current revision ends before the save's seq.
+    pub closed: Vec<(&'static str, i64)>,
+    /// The new entries, by position.
+    added: Vec<(usize, Entry<'a>)>,
+    /// Their rows.
+    pub rows: Vec<NewEntry<'a>>,
+    /// The parts that differ, with the range of `added` that is theirs.
+    changed: Vec<(&'static str, Range<usize>)>,
+}
+
+impl<'a> EntryChanges<'a> {
+    /// What turns `old` (the snapshot of the previous checkpoint of the line; empty for a new
+    /// line) into `new` at `ctx.seq`.
+    pub fn between(ctx: ItemContext<'a>, old: &Snapshot, new: &'a Snapshot) -> Self {
+        let mut changes = Self {
+            closed: Vec::new(),
+            added: Vec::new(),
+            rows: Vec::new(),
+            changed: Vec::new(),
+        };
+        for part in PARTS {
+            let before = part_of(old, part);
+            let after = part_of(new, part);
+            let (first, closed_before) = (changes.added.len(), changes.closed.len());
+            for i in 0..before.len().max(after.len()) {
+                match (before.get(i), after.get(i)) {
+                    (Some(b), Some(a)) if b == a => {}
+                    (b, a) => {
+                        if b.is_some() {
+                            changes.closed.push((part, count(i)));
+                        }
+                        if let Some(a) = a {
+                            changes.added.push((i, *a));
+                            changes.rows.push(NewEntry {
+                                ctx,
+                                part,
+                                position: count(i),
+                                key: a.key(),
+                                payload: a.payload(),
+                            });
+                        }
+                    }
+                }
+            }
+            if changes.closed.len() > closed_before || changes.added.len() > first {
+                changes.changed.push((part, first..changes.added.len()));
+            }
+        }
+        changes
+    }
+
+    /// Writes them, statement by statement (fixed shapes).
+    pub fn write(&self, conn: &mut AnyConnection, ctx: ItemContext<'_>) -> QueryResult<()> {
+        let mut values = Vec::new();
+        for list in padded(&self.closed) {
+            values.clear();
+            values.push(Param::Int(ctx.seq));
+            for (part, position) in &list {
+                values.extend([Param::Text(part), Param::Int(*position)]);
+            }
+            values.push(Param::Int(ctx.line_id));
+            execute_groups::<CloseEntries>(conn, list.len(), &values)?;
+        }
+        insert_rows::<InsertEntries, _>(conn, &self.rows)
+    }
+
+    /// Makes `old`'s lists and maps `new`'s (the snapshot they were computed against), copying
+    /// only the entries that changed (for the line cache).
+    pub fn apply(&self, old: &mut Snapshot, new: &Snapshot) {
+        for (part, range) in &self.changed {
+            catch_up(old, new, part, &self.added[range.clone()]);
+        }
+    }
+}
+
+/// Makes part `part` of `old` equal to `new`'s, given the entries `added` at their positions
+/// (all the positions where the two differ, in order).
+fn catch_up(old: &mut Snapshot, new: &Snapshot, part: &str, added: &[(usize, Entry<'_>)]) {
+    fn list(old: &mut Vec<Value>, new: &[Value], added: &[(usize, Entry<'_>)]) {
+        old.truncate(new.len());
+        for (i, entry) in added {
+            if let Entry::Item(v) = entry {
+                match old.get_mut(*i) {
+                    Some(slot) => *slot = (*v).clone(),
+                    None => old.push((*v).clone()),
+                }
+            }
+        }
+    }
+    fn map(old: &mut JsonObject, new: &JsonObject, added: &[(usize, Entry<'_>)]) {
+        for (_, entry) in added {
+            if let Entry::Member(k, v) = entry {
+                old.insert((*k).to_string(), (*v).clone());
+            }
+        }
+        // `old` now has every key of `new`: it has others only if its size differs.
+        if old.len() != new.len() {
+            old.retain(|k, _| new.contains_key(k));
+        }
+    }
+    let (c, n) = (&mut old.context, &new.context);
+    match part {
+        "history" => list(&mut c.history, &n.history, added),
+        "memory" => list(&mut c.memory, &n.memory, added),
+        "messages" => list(&mut c.messages, &n.messages, added),
+        "state" => map(&mut c.state, &n.state, added),
+        "variables" => map(&mut c.variables, &n.variables, added),
+        "results" => map(&mut old.tool_state.results, &new.tool_state.results, added),
+        _ => old
+            .progress
+            .pending_steps
+            .clone_from(&new.progress.pending_steps),
+    }
+}
+
+/// The lists and maps of a snapshot, read back.
+#[derive(Debug, Default)]
+pub(crate) struct Parts {
+    pub history: Vec<Value>,
+    pub memory: Vec<Value>,
+    pub messages: Vec<Value>,
+    pub pending_steps: Vec<String>,
+    pub results: JsonObject,
+    pub state: JsonObject,
+    pub variables: JsonObject,
+}
+
+/// Why the entries could not be read back.
+#[derive(Debug)]
+pub(crate) enum LoadError {
+    /// The statement failed.
+    Query(diesel::result::Error),
+    /// What is stored does not add up or does not decode.
+    Damaged(String),
+}
+
+/// Reads the entries visible at `seq` in `line`; `expected` are the counts per part.
+pub(crate) fn load(
+    conn: &mut AnyConnection,
+    line: i64,
+    seq: i64,
+    expected: &BTreeMap<String, u64>,
+) -> Result<Parts, LoadError> {
+    let mut parts = Parts::default();
+    if expected.values().all(|n| *n == 0) {
+        return Ok(parts);
+    }
+    let rows: Vec<(String, String)> = entries::table
+        .select((entries::part, entries::payload))
+        .filter(entries::line_id.eq(line))
+        .filter(entries::from_seq.le(seq))
+        .filter(entries::to_seq.is_null().or(entries::to_seq.gt(seq)))
+        .order((entries::part.asc(), entries::position.asc()))
+        .load(conn)
+        .map_err(LoadError::Query)?;
+    let mut found: BTreeMap<String, u64> = BTreeMap::new();
+    for (part, payload) in rows {
+        let bad = |e: serde_json::Error| LoadError::Damaged(format!("a stored {part} entry: {e}"));
+        match part.as_str() {
+            "history" => parts
+                .history
+                .push(serde_json::from_str(&payload).map_err(bad)?),
+            "memory" => parts
+                .memory
+                .push(serde_json::from_str(&payload).map_err(bad)?),
+            "messages" => parts
+                .messages
+                .push(serde_json::from_str(&payload).map_err(bad)?),
+            "pending_steps" => parts
+                .pending_steps
+                .push(serde_json::from_str(&payload).map_err(bad)?),
+            "results" | "state" | "variables" => {
+                let (k, v): (String, Value) = serde_json::from_str(&payload).map_err(bad)?;
+                let map = match part.as_str() {
+                    "results" => &mut parts.results,
+                    "state" => &mut parts.state,
+                    _ => &mut parts.variables,
+                };
+                map.insert(k, v);
+            }
+            other => return Err(LoadError::Damaged(format!("unknown entry part {other:?}"))),
+        }
+        *found.entry(part).or_default() += 1;
+    }
+    let expected: BTreeMap<String, u64> = expected
+        .iter()
+        .filter(|(_, n)| **n > 0)
+        .map(|(k, n)| (k.clone(), *n))
+        .collect();
+    if found != expected {
+        return Err(LoadError::Damaged(format!(
+            "entries at line {line} seq {seq}: found {found:?}, expected {expected:?}"
+        )));
+    }
+    parts.pending_steps.reverse();
+    Ok(parts)
+}
+
+/// The task (`variables.task`, when a string) of the checkpoint at `seq` in `line`.
+pub(crate) fn task_at(conn: &mut AnyConnection, line: i64, seq: i64) -> QueryResult<String> {
+    let payload: Option<String> = entries::table
+        .select(entries::payload)
+        .filter(entries::line_id.eq(line))
+        .filter(entries::part.eq("variables"))
+        .filter(entries::key.eq("task"))
+        .filter(entries::from_seq.le(seq))
+        .filter(entries::to_seq.is_null().or(entries::to_seq.gt(seq)))
+        .first(conn)
+        .optional()?;
+    Ok(
+        match payload.and_then(|p| serde_json::from_str::<(String, Value)>(&p).ok()) {
+            Some((k, Value::String(s))) if k == "task" => text(&s).into_owned(),
+            _ => String::new(),
+        },
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::statement::tests::assert_kinds;
+    use serde_json::json;
+
+    #[test]
+    fn changes_write_the_differences_and_bring_the_old_snapshot_up_to_date() {
+        let ctx = ItemContext {
+            line_id: 1,
+            seq: 5,
+            execution_id: "exec",
+            checkpoint_id: "ckpt",
+        };
+        let mut old = Snapshot::default();
+        old.context.history = vec![json!("a"), json!("b"), json!("c")];
+        old.context.variables.insert("k".into(), json!(1));
+        old.context.variables.insert("m".into(), json!(2));
+        old.progress.pending_steps = vec!["one".into(), "two".into()];
+        let mut new = old.clone();
+        new.context.history[1] = json!("B");
+        new.context.history.pop();
+        new.context.variables.remove("k");
+        new.context.variables.insert("j".into(), json!(0));
+        new.tool_state.results.insert("call".into(), json!([1]));
+        new.progress.pending_steps.remove(0);
+        let changes = EntryChanges::between(ctx, &old, &new);
+        changes.rows.iter().for_each(assert_kinds);
+        let mut closed = changes.closed.clone();
+        closed.sort();
+        // history: 1 changed, 2 gone; pending steps (from the end): "one" gone; variables:
+        // "j" at position 0 where "k" was, "m" stays at 1.
+        assert_eq!(
+            closed,
+            [
+                ("history", 1),
+                ("history", 2),
+                ("pending_steps", 1),
+                ("variables", 0)
+            ]
+        );
+        let added: Vec<(&str, i64, Option<&str>)> = changes
+            .rows
+            .iter()
+            .map(|r| (r.part, r.position, r.key.as_deref()))
+            .collect();
+        assert_eq!(
+            added,
+            [
+                ("history", 1, None),
+                ("results", 0, Some("call")),
+                ("variables", 0, Some("j"))
+            ]
+        );
+        changes.apply(&mut old, &new);
+        assert_eq!(old, new);
+        assert!(EntryChanges::between(ctx, &new, &new).rows.is_empty());
+    }
+}

@@ -1,0 +1,71 @@
+//! Loading one checkpoint: its `checkpoints` row, then the item and entry revisions visible at
+//! its place in its line.
+
+use crate::checkpoint::checkpoint_row::{CheckpointRow, Place};
+use crate::checkpoint::entry_revisions;
+use crate::checkpoint::item_revisions::{load_items, LoadItemsError, Steps, Thoughts, ToolCalls};
+use crate::connection::{AnyConnection, Backend};
+use crate::error::{Result, SqlError};
+use crate::schema::checkpoints;
+use caf_core::format::Checkpoint;
+use caf_core::CheckpointId;
+use diesel::prelude::*;
+
+fn items_error(backend: Backend, what: &str, e: LoadItemsError) -> SqlError {
+    match e {
+        LoadItemsError::Query(source) => SqlError::Query {
+            backend,
+            context: format!("loading {what}"),
+            source,
+        },
+        LoadItemsError::Damaged(message) => SqlError::Corrupt {
+            backend,
+            what: what.to_string(),
+            message,
+        },
+    }
+}
+
+/// Loads a checkpoint in the open (read) transaction; `None` if there is none with this id.
+pub(crate) fn load_in_tx(
+    conn: &mut AnyConnection,
+    id: &CheckpointId,
+) -> Result<Option<Checkpoint>> {
+    let backend = conn.backend();
+    let what = format!("checkpoint {id}");
+    let damaged = |message: String| SqlError::Corrupt {
+        backend,
+        what: what.clone(),
+        message,
+    };
+    let row: Option<CheckpointRow> = checkpoints::table
+        .select(CheckpointRow::as_select())
+        .filter(checkpoints::id.eq(id.as_str()))
+        .first(conn)
+        .optional()
+        .map_err(SqlError::query(backend, format!("loading {id}")))?;
+    let Some(row) = row else { return Ok(None) };
+    let rest = row.rest().map_err(|d| damaged(d.0))?;
+    let Place { line_id, seq } = row.place();
+    let thoughts = load_items::<Thoughts>(conn, line_id, seq, row.thought_count)
+        .map_err(|e| items_error(backend, &what, e))?;
+    let calls = load_items::<ToolCalls>(conn, line_id, seq, row.call_count)
+        .map_err(|e| items_error(backend, &what, e))?;
+    let steps = load_items::<Steps>(conn, line_id, seq, row.step_count)
+        .map_err(|e| items_error(backend, &what, e))?;
+    let parts = entry_revisions::load(conn, line_id, seq, &rest.parts).map_err(|e| match e {
+        entry_revisions::LoadError::Query(source) => SqlError::Query {
+            backend,
+            context: format!("loading {id}"),
+            source,
+        },
+        entry_revisions::LoadError::Damaged(m) => damaged(m),
+    })?;
+    let stored = row
+        .into_checkpoint(rest, thoughts, calls, steps, parts)
+        .map_err(|d| damaged(d.0))?;
+    // A row written by an older caf holds an older format version: it loads as the current one.
+    caf_core::format::upgrade(stored)
+        .map(Some)
+        .map_err(|e| damaged(e.to_string()))
+}
