@@ -1,5 +1,5 @@
 //! Decodes one checkpoint file many times, for profiling restore-latest:
-//! `cargo run --release -p caf-core --example restore_profile -- [FILE] [N]`.
+//! `cargo run --release -p caf-core --features test-support --example restore_profile -- [FILE] [N]`.
 //!
 //! Without a FILE it makes the last checkpoint of one execution of the agent-run workload (100
 //! steps, ~169 KB; the same steps as `caf_core::workload`, which needs a feature). It times the
@@ -17,38 +17,12 @@ use caf_core::{
 };
 use std::time::Instant;
 
-/// `len` bytes of ASCII words, varied by `seed` (as `caf_core::workload::filler`).
-fn filler(len: usize, seed: usize) -> String {
-    const WORDS: [&str; 8] = [
-        "agent ", "reads ", "the ", "file ", "and ", "plans ", "next ", "step ",
-    ];
-    let mut s = String::with_capacity(len + 8);
-    let mut i = seed;
-    while s.len() < len {
-        s.push_str(WORDS[i % WORDS.len()]);
-        i += 3;
-    }
-    s.truncate(len);
-    s
-}
-
 /// The checkpoint after `steps` steps of the agent-run workload.
 fn agent_run(steps: usize) -> caf_core::Checkpoint {
-    const KINDS: [&str; 3] = ["reasoning", "observation", "action"];
-    const TOOLS: [&str; 5] = ["search", "read_file", "write_file", "run_tests", "http_get"];
     let manager = CheckpointManager::new(MemoryStore::new());
     let mut state = RuntimeState::new("profile-agent");
     for s in 1..=steps {
-        state.add_thought(KINDS[s % 3], filler(400, s), Some(0.85));
-        let tool = TOOLS[s % TOOLS.len()];
-        let q = serde_json::json!({"query": filler(80, s + 1), "n": s});
-        let call = state.start_tool_call(tool, q);
-        let result = serde_json::json!(filler(600, s + 2));
-        state.complete_tool_call(&call, result).unwrap();
-        state.set_variable("step", serde_json::json!(s));
-        state.set_variable("last_tool", serde_json::json!(tool));
-        state.set_variable("score", serde_json::json!(s as f64 / 100.0));
-        state.complete_step(None);
+        caf_core::workload::agent_run_step(&mut state, s).unwrap();
     }
     let options = CheckpointOptions::new(CheckpointReason::StepCompleted);
     manager.checkpoint(&mut state, options).unwrap()

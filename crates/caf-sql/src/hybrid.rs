@@ -1,7 +1,6 @@
 //! [`HybridStore`]: checkpoint files as the source of truth, a database as their index.
 
 use crate::checkpoint::save::{Encoded, SyncOutcome};
-use crate::connection::Backend;
 use crate::error::SqlError;
 use crate::flusher::{self, Flusher};
 use crate::unflushed::{self, Writer};
@@ -157,7 +156,7 @@ impl HybridStore {
     pub fn flush(&self) -> Result<()> {
         match &self.unflushed {
             Some((_, f)) => f.flush_now().map_err(|message| Error::Backend {
-                backend: self.backend_name(),
+                backend: self.sql.backend().name(),
                 message: format!("flushing saved files: {message}"),
                 source: None,
             }),
@@ -193,13 +192,6 @@ impl HybridStore {
         (files, sql)
     }
 
-    fn backend_name(&self) -> &'static str {
-        match self.sql.backend() {
-            Backend::Sqlite => "sqlite",
-            Backend::Postgres => "postgres",
-        }
-    }
-
     /// Deletions stay durable: the file store writes without flushing here, and a deleted file
     /// that came back after a power loss would be a checkpoint the database lacks.
     fn sync_deletion(&self, deleted: bool) -> Result<()> {
@@ -211,7 +203,7 @@ impl HybridStore {
 
     fn sql_error(&self, id: &CheckpointId, e: SqlError) -> Error {
         Error::Backend {
-            backend: self.backend_name(),
+            backend: self.sql.backend().name(),
             message: format!("checkpoint {id} was not saved: the database failed ({e})"),
             source: Some(Box::new(e)),
         }

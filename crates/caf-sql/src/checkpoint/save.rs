@@ -43,12 +43,8 @@ pub(crate) struct Encoded {
 impl Encoded {
     /// Reads the integrity line of an encoded document as caf writes it.
     pub fn from_bytes(bytes: &[u8]) -> Option<Self> {
-        const PREFIX: &[u8] = b"\n  \"integrity\": \"";
-        let start = bytes.windows(PREFIX.len()).position(|w| w == PREFIX)? + PREFIX.len();
-        let len = bytes[start..].iter().position(|b| *b == b'"')?;
-        let integrity = std::str::from_utf8(&bytes[start..start + len]).ok()?;
         Some(Self {
-            integrity: integrity.to_string(),
+            integrity: caf_core::store::stated_integrity(bytes)?,
             bytes: bytes.len() as u64,
         })
     }
