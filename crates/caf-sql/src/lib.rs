@@ -149,6 +149,7 @@ mod error;
 mod executions;
 mod files;
 mod flusher;
+mod group_commit;
 mod hybrid;
 mod list;
 #[cfg(feature = "test-support")]

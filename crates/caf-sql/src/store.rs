@@ -6,8 +6,9 @@ use crate::checkpoint::save::{save_in_tx, Encoded, SyncOutcome};
 use crate::connection::{self, AnyConnection, Backend, SqlOptions, Target, TxMode};
 use crate::delete::{delete_execution_in_tx, delete_in_tx};
 use crate::error::{Result, SqlError};
+use crate::group_commit::GroupCommit;
 use crate::list::list_in;
-use caf_core::format::Checkpoint;
+use caf_core::format::{Checkpoint, Encoder};
 use caf_core::{CheckpointId, CheckpointStore, CheckpointSummary, ExecutionId, ListFilter};
 use std::sync::{Mutex, MutexGuard};
 
@@ -41,6 +42,12 @@ pub struct SqlStore {
     options: SqlOptions,
     inner: Mutex<Inner>,
     read_only: Mutex<Option<AnyConnection>>,
+    /// SQLite with [`crate::Durability::Default`]: commits flushed after the write lock is
+    /// released, shared between concurrent writers.
+    group: Option<GroupCommit>,
+    /// Encodes what [`save_checkpoint`](Self::save_checkpoint) is given, splicing the canonical
+    /// text of thoughts and tool calls encoded before.
+    encoder: Mutex<Encoder>,
 }
 
 impl std::fmt::Debug for SqlStore {
@@ -65,7 +72,13 @@ impl SqlStore {
     pub fn open_with(url: &str, options: SqlOptions) -> Result<Self> {
         let target = Target::parse(url)?;
         let conn = connection::open(&target, &options)?;
+        let group = match (&target, options.durability) {
+            (Target::Sqlite(path), crate::Durability::Default) => Some(GroupCommit::new(path)),
+            _ => None,
+        };
         Ok(Self {
+            group,
+            encoder: Mutex::new(Encoder::default()),
             backend: target.backend(),
             target,
             options,
@@ -109,8 +122,23 @@ impl SqlStore {
         f: impl FnOnce(&mut AnyConnection, &mut LineCache) -> Result<T>,
     ) -> Result<T> {
         let mut inner = self.lock();
+        if mode != TxMode::Write {
+            let Inner { conn, cache } = &mut *inner;
+            return conn.in_tx(mode, |conn| f(conn, cache));
+        }
+        let turn = self.group.as_ref().map(GroupCommit::turn);
         let Inner { conn, cache } = &mut *inner;
-        conn.in_tx(mode, |conn| f(conn, cache))
+        let value = conn.in_tx(mode, |conn| f(conn, cache))?;
+        drop(turn);
+        drop(inner);
+        self.flush_commits()?;
+        Ok(value)
+    }
+
+    /// Group commit: flushes SQLite's log once the write lock is released (see
+    /// [`crate::group_commit`]); nothing for other durabilities and PostgreSQL.
+    fn flush_commits(&self) -> Result<()> {
+        self.group.as_ref().map_or(Ok(()), GroupCommit::flush)
     }
 
     /// Saves a checkpoint: checks and encodes it (to know its checksum and size), then
@@ -119,8 +147,12 @@ impl SqlStore {
         &self,
         checkpoint: &Checkpoint,
     ) -> Result<(CheckpointSummary, SyncOutcome)> {
-        let bytes =
-            caf_core::format::encode(checkpoint).map_err(|error| caf_core::Error::Encode {
+        let bytes = self
+            .encoder
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .encode(checkpoint)
+            .map_err(|error| caf_core::Error::Encode {
                 id: checkpoint.id.to_string(),
                 error,
             })?;
@@ -169,6 +201,7 @@ impl SqlStore {
         let mut attempt = 0;
         loop {
             let mut inner = self.lock();
+            let turn = self.group.as_ref().map(GroupCommit::turn);
             let Inner { conn, cache } = &mut *inner;
             match conn.in_tx(TxMode::Write, |conn| {
                 let saved = save_in_tx(conn, cache, checkpoint, enc)?;
@@ -178,10 +211,14 @@ impl SqlStore {
                     if let Some(tip) = saved.tip {
                         cache.put(tip);
                     }
+                    drop(turn);
+                    drop(inner);
+                    self.flush_commits()?;
                     return Ok((saved.outcome, value));
                 }
                 Err(e) if e.is_retryable() && attempt < RETRIES => {
                     attempt += 1;
+                    drop(turn);
                     drop(inner);
                     std::thread::sleep(std::time::Duration::from_millis(
                         fastrand::u64(1..=10) * attempt as u64,
