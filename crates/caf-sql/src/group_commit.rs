@@ -65,13 +65,15 @@ impl GroupCommit {
         let file = self
             .lock
             .get_or_init(|| {
-                std::fs::OpenOptions::new()
-                    .read(true)
-                    .write(true)
-                    .create(true)
-                    .truncate(false)
-                    .open(&self.lock_path)
-                    .ok()
+                let mut options = std::fs::OpenOptions::new();
+                options.read(true).write(true).create(true).truncate(false);
+                // Never through a symbolic link planted in its place.
+                #[cfg(target_os = "linux")]
+                {
+                    use std::os::unix::fs::OpenOptionsExt;
+                    options.custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32);
+                }
+                options.open(&self.lock_path).ok()
             })
             .as_ref();
         // A lock that cannot be taken (an unusual file system) orders nothing: SQLite's own
@@ -118,4 +120,99 @@ fn same_file(f: &File, path: &Path) -> std::io::Result<bool> {
 #[cfg(not(unix))]
 fn same_file(_: &File, _: &Path) -> std::io::Result<bool> {
     Ok(false)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use crate::{Durability, SqlOptions, SqlStore};
+    use caf_core::{CheckpointManager, CheckpointOptions, CheckpointReason, RuntimeState};
+
+    #[test]
+    fn the_log_is_flushed_through_the_file_at_its_path_and_a_removed_one_is_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("x.db");
+        let group = GroupCommit::new(&db);
+        // No log yet: the error names it.
+        let e = group.flush().unwrap_err().to_string();
+        assert!(e.contains("x.db-wal"), "{e}");
+        std::fs::write(dir.path().join("x.db-wal"), b"one").unwrap();
+        group.flush().unwrap();
+        let first = group.log_file().unwrap();
+        // Removed (SQLite goes on writing the file it holds): the held one is flushed.
+        std::fs::remove_file(dir.path().join("x.db-wal")).unwrap();
+        group.flush().unwrap();
+        assert!(Arc::ptr_eq(&first, &group.log_file().unwrap()));
+        // A new file at the path: that one is flushed from now on.
+        std::fs::write(dir.path().join("x.db-wal"), b"two").unwrap();
+        group.flush().unwrap();
+        let second = group.log_file().unwrap();
+        assert!(!Arc::ptr_eq(&first, &second));
+        assert!(same_file(&second, &dir.path().join("x.db-wal")).unwrap());
+    }
+
+    fn save_one(store: SqlStore) {
+        let m = CheckpointManager::new(store);
+        let mut state = RuntimeState::new("agent");
+        state.set_variable("k", serde_json::json!(1));
+        m.checkpoint(&mut state, CheckpointOptions::new(CheckpointReason::Manual))
+            .unwrap();
+    }
+
+    #[test]
+    fn only_the_default_durability_commits_in_groups() {
+        for (durability, grouped) in [
+            (Durability::Default, true),
+            (Durability::Full, false),
+            (Durability::Relaxed, false),
+        ] {
+            let dir = tempfile::tempdir().unwrap();
+            let db = dir.path().join("caf.db");
+            let options = SqlOptions {
+                durability,
+                ..SqlOptions::default()
+            };
+            let store = SqlStore::open_with(&db.display().to_string(), options).unwrap();
+            assert_eq!(store.group.is_some(), grouped, "{durability:?}");
+            save_one(store);
+            let lock = dir.path().join("caf.db-writer.lock");
+            assert_eq!(lock.exists(), grouped, "{durability:?}");
+        }
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_symbolic_link_in_place_of_the_lock_file_is_not_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("elsewhere");
+        std::fs::write(&target, b"keep").unwrap();
+        std::os::unix::fs::symlink(&target, dir.path().join("caf.db-writer.lock")).unwrap();
+        let group = GroupCommit::new(&dir.path().join("caf.db"));
+        assert!(group.turn().0.is_none());
+        assert_eq!(std::fs::read(&target).unwrap(), b"keep");
+    }
+
+    #[test]
+    fn a_writer_waits_for_the_turn_another_store_holds() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("caf.db");
+        let (a, b) = (GroupCommit::new(&db), GroupCommit::new(&db));
+        let turn = a.turn();
+        assert!(turn.0.is_some(), "the lock file could be made and locked");
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let _turn = b.turn();
+                tx.send(()).unwrap();
+            });
+            // Still waiting while `a` holds its turn.
+            assert!(rx
+                .recv_timeout(std::time::Duration::from_millis(200))
+                .is_err());
+            drop(turn);
+            rx.recv_timeout(std::time::Duration::from_secs(10)).unwrap();
+        });
+    }
 }

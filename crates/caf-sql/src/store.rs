@@ -44,7 +44,7 @@ pub struct SqlStore {
     read_only: Mutex<Option<AnyConnection>>,
     /// SQLite with [`crate::Durability::Default`]: commits flushed after the write lock is
     /// released, shared between concurrent writers.
-    group: Option<GroupCommit>,
+    pub(crate) group: Option<GroupCommit>,
     /// Encodes what [`save_checkpoint`](Self::save_checkpoint) is given, splicing the canonical
     /// text of thoughts and tool calls encoded before.
     encoder: Mutex<Encoder>,
