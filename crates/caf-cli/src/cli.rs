@@ -133,6 +133,11 @@ pub struct DemoArgs {
     /// Write even when the estimated size is above 1 GB.
     #[arg(long)]
     pub force: bool,
+    /// When a save returns: `sync` (on disk) or `async` (handed to a background writer, in
+    /// order; the demo waits for it before it reads back). Default: `durability` in the
+    /// directory's caf.toml, else sync.
+    #[arg(long, value_name = "MODE")]
+    pub durability: Option<caf_core::store::SaveMode>,
 }
 
 /// `caf list`.

@@ -9,6 +9,48 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 
+/// When a save returns: the durability mode of a store's saves.
+///
+/// `sync` (the default): on disk when `save` returns, as durably as the store writes.
+/// `async`: `save` returns once the checkpoint is handed to an [`AsyncStore`]'s background
+/// writer; order is kept, reads wait for the queue, a failed write comes back from the next call.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SaveMode {
+    /// Durable when `save` returns.
+    #[default]
+    Sync,
+    /// Written by a background writer, in order.
+    Async,
+}
+
+impl SaveMode {
+    /// `sync` or `async`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Sync => "sync",
+            Self::Async => "async",
+        }
+    }
+}
+
+impl std::fmt::Display for SaveMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for SaveMode {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s {
+            "sync" => Ok(Self::Sync),
+            "async" => Ok(Self::Async),
+            other => Err(format!("unknown durability {other:?}: use sync or async")),
+        }
+    }
+}
+
 /// How many encoded saves may wait for the writer before `save` waits too.
 const QUEUE: usize = 256;
 
@@ -130,6 +172,15 @@ impl<S: CheckpointStore + 'static> AsyncStore<S> {
             q = self.shared.done.wait(q).unwrap_or_else(|p| p.into_inner());
         }
         q.error.take().map_or(Ok(()), Err)
+    }
+
+    /// Waits until every save made so far is written, leaving a failed one to be reported by
+    /// the next call (reading the inner store directly after this sees every save).
+    pub fn wait_idle(&self) {
+        let mut q = self.shared.lock();
+        while !q.jobs.is_empty() || q.busy {
+            q = self.shared.done.wait(q).unwrap_or_else(|p| p.into_inner());
+        }
     }
 
     /// [`flush`](Self::flush), then the inner store.

@@ -15,7 +15,7 @@ pub use atomic::{
     make_spare, stage, stage_into_spare, sync_dir, write_atomic, AtomicWriteOptions, Staged,
     SPARE_PREFIX,
 };
-pub use background::AsyncStore;
+pub use background::{AsyncStore, SaveMode};
 pub use file::{
     read_checkpoint_file, read_known_checkpoint_file, read_regular_file, refuse_linked_internals,
     stated_integrity, FileStore, FileStoreOptions, Problem, StagedFile, INTERNALS,
