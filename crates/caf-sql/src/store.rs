@@ -45,6 +45,8 @@ pub struct SqlStore {
     /// SQLite with [`crate::Durability::Default`]: commits flushed after the write lock is
     /// released, shared between concurrent writers.
     pub(crate) group: Option<GroupCommit>,
+    /// How long the last group-commit flush took, in nanoseconds (for benchmarks).
+    last_flush_ns: std::sync::atomic::AtomicU64,
     /// Encodes what [`save_checkpoint`](Self::save_checkpoint) is given, splicing the canonical
     /// text of thoughts and tool calls encoded before.
     encoder: Mutex<Encoder>,
@@ -78,6 +80,7 @@ impl SqlStore {
         };
         Ok(Self {
             group,
+            last_flush_ns: std::sync::atomic::AtomicU64::new(0),
             encoder: Mutex::new(Encoder::default()),
             backend: target.backend(),
             target,
@@ -138,7 +141,27 @@ impl SqlStore {
     /// Group commit: flushes SQLite's log once the write lock is released (see
     /// [`crate::group_commit`]); nothing for other durabilities and PostgreSQL.
     fn flush_commits(&self) -> Result<()> {
-        self.group.as_ref().map_or(Ok(()), GroupCommit::flush)
+        let Some(group) = &self.group else {
+            return Ok(());
+        };
+        let t = std::time::Instant::now();
+        let flushed = group.flush();
+        let ns = u64::try_from(t.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        self.last_flush_ns
+            .store(ns, std::sync::atomic::Ordering::Relaxed);
+        flushed
+    }
+
+    /// How long the flush of the last write took, when this store flushes its commits itself
+    /// (SQLite with [`crate::Durability::Default`], see [`crate::Durability`]); `None`
+    /// otherwise. For benchmarks, which report the SQL work of a save apart from its flush.
+    pub fn last_flush(&self) -> Option<std::time::Duration> {
+        self.group.as_ref().map(|_| {
+            std::time::Duration::from_nanos(
+                self.last_flush_ns
+                    .load(std::sync::atomic::Ordering::Relaxed),
+            )
+        })
     }
 
     /// Saves a checkpoint: checks and encodes it (to know its checksum and size), then

@@ -124,6 +124,7 @@ pub(super) fn measure(
     let (mut save, mut floor, mut sync) = (Vec::new(), Vec::new(), Vec::new());
     let mut append = Vec::new();
     let (mut sync_10, mut sync_last) = (Vec::new(), Vec::new());
+    let mut flushes = Vec::new();
     let mut execs = Vec::new();
     let (mut last_bytes, mut whole) = (0, 0);
     for e in 0..executions {
@@ -157,8 +158,15 @@ pub(super) fn measure(
                     let bytes = encode(&c).map_err(|e| Failure::msg(e.to_string()))?;
                     let t_sync = Instant::now();
                     db.sync_encoded(&c, &bytes).map_err(sql_failure)?;
-                    let us = micros(t_sync);
+                    let whole = micros(t_sync);
                     save.push(micros(t));
+                    // The SQL work apart from the flush that makes it durable (SQLite's group
+                    // commit flushes after the commit; PostgreSQL's commit waits for its own).
+                    let flush_us = db.last_flush().map(|d| d.as_secs_f64() * 1e6);
+                    if let Some(f) = flush_us {
+                        flushes.push(f);
+                    }
+                    let us = whole - flush_us.unwrap_or(0.0);
                     sync.push(us);
                     if s == 10 {
                         sync_10.push(us);
@@ -239,6 +247,7 @@ pub(super) fn measure(
         sync_us: if sql_mode { opt(&mut sync) } else { None },
         sync_at_10_us: opt(&mut sync_10),
         sync_at_last_us: opt(&mut sync_last),
+        flush_us: opt(&mut flushes),
         whole_bytes: whole,
         append_floor_samples: append,
     })
