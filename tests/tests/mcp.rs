@@ -450,7 +450,7 @@ fn every_tool_works_on_a_fresh_directory() {
             .map(|d| d["id"].as_str().unwrap().to_string())
             .collect();
         // a2 is named and labelled keep, a3 is the latest: only a1 may go.
-        assert_eq!(would, [a1.clone()], "{v}");
+        assert_eq!(would, [a1.as_str()], "{v}");
         assert_eq!(json_files(&dir), before);
         let (text, v) = ok(
             "checkpoint_prune",

@@ -40,7 +40,7 @@ use rmcp::{RoleServer, ServiceExt};
 pub enum ServeError {
     /// The client did not complete the `initialize` handshake.
     #[error("MCP initialization failed: {0}")]
-    Initialize(#[from] rmcp::service::ServerInitializeError),
+    Initialize(Box<rmcp::service::ServerInitializeError>),
     /// The server's task failed.
     #[error("the MCP server stopped: {0}")]
     Stopped(#[from] tokio::task::JoinError),
@@ -53,7 +53,10 @@ pub async fn serve_stdio(server: CafServer) -> Result<(), ServeError> {
     let transport =
         AsyncRwTransport::<RoleServer, _, _>::new(tokio::io::stdin(), tokio::io::stdout())
             .with_max_line_length(server.options().max_line_bytes());
-    let running = server.serve(transport).await?;
+    let running = server
+        .serve(transport)
+        .await
+        .map_err(|e| ServeError::Initialize(Box::new(e)))?;
     let reason = running.waiting().await?;
     tracing::info!("caf mcp: connection ended ({reason:?})");
     Ok(())
