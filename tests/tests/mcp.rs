@@ -568,6 +568,22 @@ fn bad_input_is_a_tool_error_that_writes_nothing() {
             .await,
             &["colour", "nothing saved"],
         );
+        // Nested deeper than the format allows (but within what JSON-RPC parsing takes).
+        let mut deep = json!(1);
+        for _ in 0..80 {
+            deep = json!([deep]);
+        }
+        let m = expect(
+            "checkpoint_save",
+            call(
+                &c,
+                "checkpoint_save",
+                json!({"execution_id": "exec_a", "state": {"context": {"variables": {"deep": deep}, "state": {}, "history": []}}}),
+            )
+            .await,
+            &["nothing saved"],
+        );
+        assert!(m.contains("/context/variables/deep/0/0"), "{m}");
         expect(
             "checkpoint_save",
             call(
