@@ -1,4 +1,4 @@
-//! Metrics (seed 001): what caf counts, through the [`metrics`](::metrics) facade.
+//! Metrics (seed 001): what caf counts, through the [`metrics`] facade.
 //!
 //! The library emits its metrics through the `metrics` crate's facade, so that a program that
 //! embeds caf plugs in any exporter (Prometheus, StatsD, OpenTelemetry, …) by installing a
