@@ -98,7 +98,8 @@ pub enum Command {
     /// Rebuild the database from the checkpoint files.
     #[command(args = unused_globals("reindex", &["no_files"]))]
     Reindex(ReindexArgs),
-    /// Statistics from the database: per execution and in total.
+    /// Statistics from the database: per execution and in total (--metrics: the store's
+    /// metrics, Prometheus text).
     #[command(args = unused_globals("stats", &["no_files"]))]
     Stats(StatsArgs),
     /// Search the database: tool calls or thoughts.
@@ -107,6 +108,8 @@ pub enum Command {
     /// Run a read-only SQL statement against the database.
     #[command(args = unused_globals("sql", &["no_files"]))]
     Sql(SqlArgs),
+    /// Serve the store to AI agents as an MCP server over stdio (tools and resources).
+    Mcp(McpArgs),
 }
 
 /// `caf demo`.
@@ -361,6 +364,27 @@ pub struct StatsArgs {
     /// Only this execution.
     #[arg(long, short = 'e')]
     pub execution: Option<String>,
+    /// Print the store's metrics in the Prometheus text format instead (checkpoint_save_count,
+    /// checkpoint_save_size_bytes, checkpoint_resume_count, steps_recovered, prunes,
+    /// redactions), computed from the checkpoints and tombstones the store holds; no database
+    /// needed. With --json, the same figures as JSON.
+    #[arg(long, conflicts_with = "execution")]
+    pub metrics: bool,
+}
+
+/// `caf mcp`.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Serves the store of --dir / --db to one MCP client over stdin and stdout (JSON-RPC, one message per line); logs go to stderr (CAF_LOG=error|warn|info|debug|trace, default info). Register it with a client as {\"command\": \"caf\", \"args\": [\"--dir\", \"/path/to/checkpoints\", \"mcp\"]}. See docs/mcp.md for the tools and resources."
+)]
+pub struct McpArgs {
+    /// Let checkpoint_delete delete and checkpoint_prune prune (without it, delete is refused
+    /// and every prune is a dry run).
+    #[arg(long)]
+    pub allow_delete: bool,
+    /// The largest state checkpoint_save accepts, in bytes of JSON [default: 67108864, 64 MiB].
+    #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_state_bytes: Option<u64>,
 }
 
 /// `caf query …`.

@@ -107,6 +107,13 @@ impl RetentionConfig {
             protect_labels: self.protect_labels.clone(),
         }
     }
+
+    /// The policy to prune by after each save: [`Self::policy`] when `auto_prune` is set and
+    /// the policy has rules, else `None`.
+    pub fn auto_prune_policy(&self) -> Option<RetentionPolicy> {
+        let policy = self.policy();
+        (self.auto_prune && policy.has_rules()).then_some(policy)
+    }
 }
 
 /// Why a configuration file could not be used.

@@ -155,6 +155,7 @@ impl<S: CheckpointStore> CheckpointManager<S> {
         state: &mut RuntimeState,
         options: CheckpointOptions,
     ) -> Result<Checkpoint> {
+        let started = std::time::Instant::now();
         let mut checkpoint = Checkpoint::new(
             (self.ids)(),
             state.execution_id().clone(),
@@ -171,7 +172,8 @@ impl<S: CheckpointStore> CheckpointManager<S> {
         md.description = options.description;
         md.labels = options.labels;
         checkpoint.snapshot = state.snapshot().clone();
-        self.store.save(&checkpoint)?;
+        let summary = self.store.save(&checkpoint)?;
+        crate::metrics::saved(&self.store, &checkpoint, &summary, started.elapsed());
         state.mark_checkpointed(&checkpoint);
         Ok(checkpoint)
     }
@@ -193,6 +195,7 @@ impl<S: CheckpointStore> CheckpointManager<S> {
     /// reason `branch`, the branch recorded in its metadata, in `id`'s execution or in
     /// `options.execution`. Restore it to continue the branch; the original line is unchanged.
     pub fn fork(&self, id: &CheckpointId, options: ForkOptions) -> Result<Checkpoint> {
+        let started = std::time::Instant::now();
         let from = self.store.load(id)?;
         let mut c = Checkpoint::new(
             (self.ids)(),
@@ -215,7 +218,8 @@ impl<S: CheckpointStore> CheckpointManager<S> {
         md.branch = Some(crate::format::Branch {
             reason: options.reason,
         });
-        self.store.save(&c)?;
+        let summary = self.store.save(&c)?;
+        crate::metrics::saved(&self.store, &c, &summary, started.elapsed());
         Ok(c)
     }
 

@@ -366,6 +366,10 @@ impl CheckpointStore for HybridStore {
         self.files.pruned()
     }
 
+    fn describe(&self) -> String {
+        self.files.describe()
+    }
+
     fn list(&self, filter: &ListFilter) -> Result<Vec<CheckpointSummary>> {
         self.files.list(filter)
     }

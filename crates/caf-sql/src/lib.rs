@@ -179,7 +179,7 @@ pub use files::{FileProblem, ReindexReport, SyncReport};
 pub use hybrid::{HybridOptions, HybridStore, Recovery};
 #[cfg(feature = "test-support")]
 pub use measure::TableCounts;
-pub use open::{Access, Location, OpenError, Store};
+pub use open::{Access, DeleteError, Location, OpenError, Store};
 pub use queries::{ThoughtRow, ToolCallRow};
 #[cfg(all(feature = "postgres", feature = "test-support"))]
 pub use scratch::ScratchDatabase;

@@ -90,6 +90,18 @@ pub enum OpenError {
     },
 }
 
+/// Why [`Store::delete_all`] deleted nothing, or stopped.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum DeleteError {
+    /// These checkpoints are not in the store; nothing was deleted.
+    #[error("{} not found", .0.iter().map(|id| format!("checkpoint {id}")).collect::<Vec<_>>().join(", "))]
+    Missing(Vec<CheckpointId>),
+    /// The store failed (the checkpoints before the failing one are deleted).
+    #[error(transparent)]
+    Store(#[from] caf_core::Error),
+}
+
 /// An open store of one of the three kinds.
 #[derive(Debug)]
 pub enum Store {
@@ -176,6 +188,25 @@ impl Store {
             .sql()
             .is_some_and(|db| !matches!(CheckpointStore::summary(db, id), Ok(None)));
         in_files || in_db
+    }
+
+    /// Deletes the checkpoints `ids`, all or none: if any is not in the store
+    /// ([`Store::contains`]: a damaged file counts, so that it can be deleted), nothing is
+    /// deleted and the missing ones are returned (`caf delete`, the MCP tool
+    /// `checkpoint_delete`).
+    pub fn delete_all(&self, ids: &[CheckpointId]) -> Result<(), DeleteError> {
+        let missing: Vec<CheckpointId> = ids
+            .iter()
+            .filter(|id| !self.contains(id))
+            .cloned()
+            .collect();
+        if !missing.is_empty() {
+            return Err(DeleteError::Missing(missing));
+        }
+        for id in ids {
+            self.delete(id)?;
+        }
+        Ok(())
     }
 
     /// The stored size of a checkpoint: its file, or its encoding (which its file equals,

@@ -335,4 +335,8 @@ impl CheckpointStore for SqlStore {
         let mut inner = self.lock();
         Ok(crate::list::summary_in(&mut inner.conn, id)?)
     }
+
+    fn describe(&self) -> String {
+        self.location()
+    }
 }

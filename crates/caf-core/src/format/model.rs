@@ -603,6 +603,20 @@ impl Metadata {
     }
 }
 
+impl Progress {
+    /// The steps done and the steps in all: from the structured plan when there is one (a step
+    /// is done when completed or skipped), else from the completed and pending step names.
+    pub fn steps_done_of_total(&self) -> (usize, usize) {
+        if self.plan.is_empty() {
+            let done = self.completed_steps.len();
+            (done, done + self.pending_steps.len())
+        } else {
+            let done = self.plan.iter().filter(|s| s.status.is_done()).count();
+            (done, self.plan.len())
+        }
+    }
+}
+
 impl Checkpoint {
     /// A checkpoint of the current format with an empty snapshot, no parent and metadata with
     /// just a reason; set the other fields as needed.

@@ -307,6 +307,10 @@ impl<S: CheckpointStore + 'static> CheckpointStore for AsyncStore<S> {
     fn pruned(&self) -> Result<HashMap<CheckpointId, Tombstone>> {
         self.settled()?.pruned()
     }
+
+    fn describe(&self) -> String {
+        self.inner().describe()
+    }
 }
 
 #[cfg(test)]

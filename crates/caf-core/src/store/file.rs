@@ -693,6 +693,10 @@ impl CheckpointStore for FileStore {
         crate::prune::PrunedLog::of_dir(self.root()).load()
     }
 
+    fn describe(&self) -> String {
+        self.root().display().to_string()
+    }
+
     fn list(&self, filter: &ListFilter) -> Result<Vec<CheckpointSummary>> {
         let mut index = self.index();
         index.refresh()?;

@@ -154,6 +154,10 @@ impl CheckpointStore for MemoryStore {
         }
         Ok(ids.len())
     }
+
+    fn describe(&self) -> String {
+        "memory".to_string()
+    }
 }
 
 #[cfg(test)]

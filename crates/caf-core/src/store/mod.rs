@@ -259,6 +259,13 @@ pub trait CheckpointStore: Send + Sync {
     fn pruned(&self) -> Result<std::collections::HashMap<CheckpointId, crate::prune::Tombstone>> {
         Ok(std::collections::HashMap::new())
     }
+
+    /// Where the store keeps its checkpoints, in a few words: a directory, a database URL
+    /// without its password, `memory`. It names the store in messages and is the `store` label
+    /// of its [metrics](crate::metrics). The default is `unnamed`.
+    fn describe(&self) -> String {
+        "unnamed".to_string()
+    }
 }
 
 /// Implements [`CheckpointStore`] for a type by forwarding every method to another store, so
@@ -343,6 +350,10 @@ macro_rules! delegate_checkpoint_store {
                 let $this = self;
                 $crate::CheckpointStore::pruned($target)
             }
+            fn describe(&self) -> ::std::string::String {
+                let $this = self;
+                $crate::CheckpointStore::describe($target)
+            }
         }
     };
 }
@@ -350,6 +361,21 @@ macro_rules! delegate_checkpoint_store {
 delegate_checkpoint_store!(impl[S: CheckpointStore + ?Sized] Box<S>, |this| &**this);
 delegate_checkpoint_store!(impl[S: CheckpointStore + ?Sized] std::sync::Arc<S>, |this| &**this);
 delegate_checkpoint_store!(impl['a, S: CheckpointStore + ?Sized] &'a S, |this| &**this);
+
+/// Lists like [`CheckpointStore::list`], except that a `before` cursor the store does not hold
+/// is an error ([`crate::Error::NotFound`]) rather than an empty page that would look like the
+/// end of the list (`caf list`, the MCP tool `checkpoint_list`).
+pub fn list_page(
+    store: &dyn CheckpointStore,
+    filter: &ListFilter,
+) -> Result<Vec<CheckpointSummary>> {
+    if let Some(before) = &filter.before {
+        if store.summary(before)?.is_none() {
+            return Err(crate::Error::not_found(before));
+        }
+    }
+    store.list(filter)
+}
 
 /// The chain of ancestors of a checkpoint, starting with the checkpoint itself and following
 /// `parent_id` until a root or a parent that is not in the store. It walks summaries (the index
