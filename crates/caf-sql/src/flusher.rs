@@ -9,6 +9,7 @@ const SPARES: usize = 4;
 
 use crate::unflushed::{forget_flushed, sync_file_system};
 use crate::SqlStore;
+use caf_core::store::Fs;
 use caf_core::FileStore;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
@@ -41,20 +42,31 @@ impl Shared {
 }
 
 /// What the flusher needs to flush: the directory, the database, and whose rows to forget.
-#[derive(Debug, Clone)]
-pub(crate) struct Target {
+#[derive(Debug)]
+pub(crate) struct Target<F: Fs> {
     /// The files (the flusher also makes spare files for the next saves).
-    pub files: Arc<FileStore>,
+    pub files: Arc<FileStore<F>>,
     pub sql: Arc<SqlStore>,
     pub writer: i64,
     /// How often, at most, to sync.
     pub period: Duration,
 }
 
-impl Target {
+impl<F: Fs> Clone for Target<F> {
+    fn clone(&self) -> Self {
+        Self {
+            files: Arc::clone(&self.files),
+            sql: Arc::clone(&self.sql),
+            writer: self.writer,
+            period: self.period,
+        }
+    }
+}
+
+impl<F: Fs> Target<F> {
     /// Syncs the file system, then forgets the rows up to `upto`.
     fn flush(&self, upto: i64) -> Result<(), String> {
-        sync_file_system(self.files.root()).map_err(|e| e.to_string())?;
+        sync_file_system(self.files.fs(), self.files.root()).map_err(|e| e.to_string())?;
         self.sql
             .with_conn(|c| forget_flushed(c, self.writer, upto))
             .map(|_| ())
@@ -64,15 +76,15 @@ impl Target {
 
 /// A running flusher thread.
 #[derive(Debug)]
-pub(crate) struct Flusher {
+pub(crate) struct Flusher<F: Fs> {
     shared: Arc<Shared>,
-    target: Target,
+    target: Target<F>,
     thread: Option<JoinHandle<()>>,
 }
 
-impl Flusher {
+impl<F: Fs> Flusher<F> {
     /// Starts the thread.
-    pub fn start(target: Target) -> Self {
+    pub fn start(target: Target<F>) -> Self {
         let shared = Arc::new(Shared::default());
         let thread = {
             let (shared, target) = (Arc::clone(&shared), target.clone());
@@ -127,13 +139,13 @@ impl Flusher {
     }
 }
 
-impl Drop for Flusher {
+impl<F: Fs> Drop for Flusher<F> {
     fn drop(&mut self) {
         self.stop();
     }
 }
 
-fn run(shared: &Shared, target: &Target) {
+fn run<F: Fs>(shared: &Shared, target: &Target<F>) {
     let mut last = Instant::now();
     loop {
         // Spare files for the next saves; a failure only means saves create their own.

@@ -6,7 +6,7 @@ use crate::flusher::{self, Flusher};
 use crate::unflushed::{self, Writer};
 use crate::SqlStore;
 use caf_core::format::{encode, Checkpoint};
-use caf_core::store::{read_regular_file, sync_dir, AtomicWriteOptions};
+use caf_core::store::{read_regular_file, AtomicWriteOptions, Fs, RealFs};
 use caf_core::{
     CheckpointId, CheckpointStore, CheckpointSummary, DamagedCheckpoint, Error, ExecutionId,
     FileStore, ListFilter, LoadSource, Result,
@@ -42,12 +42,14 @@ use std::sync::Arc;
 ///   database row with no file.
 ///
 /// Analytics and SQL go to [`HybridStore::sql`].
+///
+/// `F` is the file system the files go through: the real one, unless a test gives its double.
 #[derive(Debug)]
-pub struct HybridStore {
-    files: Arc<FileStore>,
+pub struct HybridStore<F: Fs = RealFs> {
+    files: Arc<FileStore<F>>,
     sql: Arc<SqlStore>,
     /// Present when files are written without flushing (the database commit is the flush).
-    unflushed: Option<(Writer, Flusher)>,
+    unflushed: Option<(Writer, Flusher<F>)>,
     recovery: Recovery,
 }
 
@@ -77,21 +79,25 @@ pub struct Recovery {
     pub failed: Vec<(CheckpointId, String)>,
 }
 
-impl HybridStore {
+impl<F: Fs> HybridStore<F> {
     /// Files and database, as they are (see [`SqlStore::sync_from`] to bring in files the
     /// database has not seen). Files the last saves before a power loss left missing or torn are
     /// written again from the database first ([`HybridStore::recovery`] says which).
-    pub fn new(files: FileStore, sql: SqlStore) -> Result<Self> {
+    pub fn new(files: FileStore<F>, sql: SqlStore) -> Result<Self> {
         Self::with_options(files, sql, HybridOptions::default())
     }
 
     /// [`HybridStore::new`] with options.
-    pub fn with_options(files: FileStore, sql: SqlStore, options: HybridOptions) -> Result<Self> {
+    pub fn with_options(
+        files: FileStore<F>,
+        sql: SqlStore,
+        options: HybridOptions,
+    ) -> Result<Self> {
         let sql = Arc::new(sql);
         let meta_dir = files.root().join(".caf");
         let boot = unflushed::boot_id();
         // A directory whose store id cannot be made (read-only) keeps flushing its files.
-        let store_id = unflushed::store_id(&meta_dir).ok();
+        let store_id = unflushed::store_id(files.fs(), &meta_dir).ok();
         let mut files = files;
         if boot.is_some() {
             files.set_write_options(AtomicWriteOptions { durable: false });
@@ -101,17 +107,17 @@ impl HybridStore {
             recovery = recover(&files, &sql, store_id, boot.as_deref())?;
             if !recovery.rewritten.is_empty() {
                 // Open again, so that what was found damaged on open is no longer reported.
-                files = FileStore::open_with(files.root(), files.options())?;
+                files = FileStore::open_with_fs(files.fs().clone(), files.root(), files.options())?;
             }
             if recovery.failed.is_empty() {
                 let earlier = unflushed::earlier_boots(&meta_dir, boot.as_deref());
-                unflushed::clear_marks(&meta_dir, &earlier)?;
+                unflushed::clear_marks(files.fs(), &meta_dir, &earlier)?;
             }
         }
         let files = Arc::new(files);
         let unflushed = match (store_id, boot) {
             (Some(store_id), Some(boot_id)) => {
-                unflushed::mark_boot(&meta_dir, &boot_id)?;
+                unflushed::mark_boot(files.fs(), &meta_dir, &boot_id)?;
                 let writer = Writer {
                     store_id,
                     boot_id,
@@ -137,7 +143,7 @@ impl HybridStore {
     }
 
     /// The file store.
-    pub fn files(&self) -> &FileStore {
+    pub fn files(&self) -> &FileStore<F> {
         &self.files
     }
 
@@ -175,7 +181,7 @@ impl HybridStore {
     }
 
     /// Both stores back (after a last flush).
-    pub fn into_parts(mut self) -> (FileStore, SqlStore) {
+    pub fn into_parts(mut self) -> (FileStore<F>, SqlStore) {
         if let Some((_, mut f)) = self.unflushed.take() {
             f.stop();
         }
@@ -196,7 +202,11 @@ impl HybridStore {
     /// that came back after a power loss would be a checkpoint the database lacks.
     fn sync_deletion(&self, deleted: bool) -> Result<()> {
         if deleted && self.unflushed.is_some() {
-            sync_dir(self.files.root())?;
+            let root = self.files.root();
+            self.files
+                .fs()
+                .sync_dir(root)
+                .map_err(|e| Error::io(root, e))?;
         }
         Ok(())
     }
@@ -215,8 +225,8 @@ impl HybridStore {
 /// writer killed between its commit and its rename). Any that differs is written again from
 /// the database, and the file system is synced before the earlier boot's records are
 /// forgotten.
-fn recover(
-    files: &FileStore,
+fn recover<F: Fs>(
+    files: &FileStore<F>,
     sql: &SqlStore,
     store_id: &str,
     boot: Option<&str>,
@@ -256,7 +266,7 @@ fn recover(
         }
     }
     if !out.rewritten.is_empty() || earlier_boot {
-        unflushed::sync_file_system(files.root())?;
+        unflushed::sync_file_system(files.fs(), files.root())?;
     }
     if earlier_boot && out.failed.is_empty() {
         sql.with_conn(|c| unflushed::forget_earlier_boots(c, store_id, boot.unwrap_or("")))
@@ -265,7 +275,7 @@ fn recover(
     Ok(out)
 }
 
-impl CheckpointStore for HybridStore {
+impl<F: Fs> CheckpointStore for HybridStore<F> {
     fn save(&self, checkpoint: &Checkpoint) -> Result<CheckpointSummary> {
         let bytes = self.files.encode(checkpoint)?;
         self.save_encoded(checkpoint, &bytes)
