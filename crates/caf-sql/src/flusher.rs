@@ -8,7 +8,7 @@
 const SPARES: usize = 4;
 
 use crate::unflushed::{forget_flushed, sync_file_system};
-use crate::SqlStore;
+use crate::{SqlError, SqlStore};
 use caf_core::store::Fs;
 use caf_core::FileStore;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -26,7 +26,7 @@ struct State {
     /// A save happened since the spare files were last made.
     saved: bool,
     /// Why the last flush failed (its rows stay; the files are checked after a power loss).
-    failed: Option<String>,
+    failed: Option<caf_core::Error>,
 }
 
 #[derive(Debug, Default)]
@@ -38,6 +38,13 @@ struct Shared {
 impl Shared {
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Notes that the files up to row `upto` are in place and not flushed (again, after a
+    /// flush that failed: the next one covers them).
+    fn not_flushed(&self, upto: i64) {
+        let mut st = self.lock();
+        st.written = Some(st.written.map_or(upto, |w| w.max(upto)));
     }
 }
 
@@ -65,12 +72,12 @@ impl<F: Fs> Clone for Target<F> {
 
 impl<F: Fs> Target<F> {
     /// Syncs the file system, then forgets the rows up to `upto`.
-    fn flush(&self, upto: i64) -> Result<(), String> {
-        sync_file_system(self.files.fs(), self.files.root()).map_err(|e| e.to_string())?;
+    fn flush(&self, upto: i64) -> caf_core::Result<()> {
+        sync_file_system(self.files.fs(), self.files.root())?;
         self.sql
             .with_conn(|c| forget_flushed(c, self.writer, upto))
             .map(|_| ())
-            .map_err(|e| format!("forgetting flushed files: {e}"))
+            .map_err(|e| SqlError::query(self.sql.backend(), "forgetting flushed files")(e).into())
     }
 }
 
@@ -102,22 +109,23 @@ impl<F: Fs> Flusher<F> {
 
     /// Notes that the file of row `seq` is in place.
     pub fn written(&self, seq: i64) {
-        let mut st = self.shared.lock();
-        st.written = Some(st.written.map_or(seq, |w| w.max(seq)));
-        st.saved = true;
-        drop(st);
+        self.shared.not_flushed(seq);
+        self.shared.lock().saved = true;
         self.shared.wake.notify_one();
     }
 
     /// Flushes now, on the caller's thread; also reports a background flush that failed since
     /// the last call.
-    pub fn flush_now(&self) -> Result<(), String> {
+    pub fn flush_now(&self) -> caf_core::Result<()> {
         let (upto, failed) = {
             let mut st = self.shared.lock();
             (st.written.take(), st.failed.take())
         };
         if let Some(upto) = upto {
-            self.target.flush(upto)?;
+            if let Err(e) = self.target.flush(upto) {
+                self.shared.not_flushed(upto);
+                return Err(e);
+            }
         }
         failed.map_or(Ok(()), Err)
     }
@@ -178,6 +186,9 @@ fn run<F: Fs>(shared: &Shared, target: &Target<F>) {
         };
         if let Some(upto) = upto {
             if let Err(e) = target.flush(upto) {
+                if !stop {
+                    shared.not_flushed(upto);
+                }
                 shared.lock().failed = Some(e);
             }
             last = Instant::now();

@@ -26,7 +26,8 @@ use std::sync::Arc;
 ///   byte (a checkpoint loaded from the database encodes to exactly its file). Where the boot
 ///   cannot be told (not Linux), files are flushed as well, as a [`FileStore`] does.
 ///   If the database refuses the save, nothing is saved (no file appears); if the file cannot
-///   be put in place after the commit, the commit of a new checkpoint is undone.
+///   be put in place after the commit, the commit of a new checkpoint is undone (a failure
+///   after the file is in place, appending to the index, leaves the checkpoint saved in both).
 /// - **load** and **list** read the files (the file store's index: listing opens no
 ///   checkpoint). The files are the truth, and they also show checkpoints saved into the
 ///   directory by someone else that the database has not seen yet; both are fast.
@@ -161,10 +162,10 @@ impl<F: Fs> HybridStore<F> {
     /// second), and reports a background flush that failed since the last call.
     pub fn flush(&self) -> Result<()> {
         match &self.unflushed {
-            Some((_, f)) => f.flush_now().map_err(|message| Error::Backend {
+            Some((_, f)) => f.flush_now().map_err(|e| Error::Backend {
                 backend: self.sql.backend().name(),
-                message: format!("flushing saved files: {message}"),
-                source: None,
+                message: format!("flushing saved files: {e}"),
+                source: Some(Box::new(e)),
             }),
             None => Ok(()),
         }
@@ -303,22 +304,21 @@ impl<F: Fs> CheckpointStore for HybridStore<F> {
                 None => Ok(None),
             })
             .map_err(|e| self.sql_error(id, e))?;
-        match self.files.publish(staged) {
-            Ok(summary) => {
-                if let (Some((_, f)), Some(seq)) = (&self.unflushed, seq) {
-                    f.written(seq);
-                }
-                Ok(summary)
-            }
-            Err(e) => {
-                // Undo the commit of a new checkpoint, so that the database does not hold one
-                // the files lack (a replaced one keeps its new version: `caf verify` reports it).
-                if outcome == SyncOutcome::Added {
-                    let _ = self.sql.delete_checkpoint(id);
-                }
-                Err(e)
-            }
+        let published = self.files.try_publish(staged);
+        let in_place = published.as_ref().map_or_else(|u| u.in_place, |_| true);
+        if let (true, Some((_, f)), Some(seq)) = (in_place, &self.unflushed, seq) {
+            f.written(seq);
         }
+        published.map_err(|u| {
+            // A file that did not get in place: undo the commit of a new checkpoint, so that
+            // the database does not hold one the files lack (a replaced one keeps its new
+            // version: `caf verify` reports it). A file in place (what failed came after the
+            // rename: appending to the index) is a saved checkpoint, in both copies.
+            if !u.in_place && outcome == SyncOutcome::Added {
+                let _ = self.sql.delete_checkpoint(id);
+            }
+            u.error
+        })
     }
 
     fn load(&self, id: &CheckpointId) -> Result<Checkpoint> {
