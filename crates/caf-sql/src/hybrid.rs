@@ -1,12 +1,14 @@
 //! [`HybridStore`]: checkpoint files as the source of truth, a database as their index.
 
 use crate::checkpoint::save::{Encoded, SyncOutcome};
+use crate::connection::AnyConnection;
 use crate::error::SqlError;
 use crate::flusher::{self, Flusher};
+use crate::recover::{recover, Recovery};
 use crate::unflushed::{self, Writer};
 use crate::SqlStore;
-use caf_core::format::{encode, Checkpoint};
-use caf_core::store::{read_regular_file, AtomicWriteOptions, Fs, RealFs};
+use caf_core::format::Checkpoint;
+use caf_core::store::{AtomicWriteOptions, Fs, RealFs};
 use caf_core::{
     CheckpointId, CheckpointStore, CheckpointSummary, DamagedCheckpoint, Error, ExecutionId,
     FileStore, ListFilter, LoadSource, Result,
@@ -70,16 +72,6 @@ impl Default for HybridOptions {
     }
 }
 
-/// What opening a hybrid store did for the files the last saves before a power loss may have
-/// left missing or torn.
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct Recovery {
-    /// Files written again from the database.
-    pub rewritten: Vec<CheckpointId>,
-    /// Files that could not be written again, and why (their records stay).
-    pub failed: Vec<(CheckpointId, String)>,
-}
-
 impl<F: Fs> HybridStore<F> {
     /// Files and database, as they are (see [`SqlStore::sync_from`] to bring in files the
     /// database has not seen). Files the last saves before a power loss left missing or torn are
@@ -106,7 +98,7 @@ impl<F: Fs> HybridStore<F> {
         let mut recovery = Recovery::default();
         if let Some(store_id) = &store_id {
             recovery = recover(&files, &sql, store_id, boot.as_deref())?;
-            if !recovery.rewritten.is_empty() {
+            if recovery.changed_files() {
                 // Open again, so that what was found damaged on open is no longer reported.
                 files = FileStore::open_with_fs(files.fs().clone(), files.root(), files.options())?;
             }
@@ -212,6 +204,34 @@ impl<F: Fs> HybridStore<F> {
         Ok(())
     }
 
+    /// Records, in the transaction of a save or a delete, that the files of `ids` change
+    /// without being flushed. Returns the number of the last record (for the flusher), or
+    /// `None` for a store that flushes its files.
+    fn record_unflushed(
+        &self,
+        conn: &mut AnyConnection,
+        ids: &[&str],
+    ) -> crate::Result<Option<i64>> {
+        let Some((w, _)) = &self.unflushed else {
+            return Ok(None);
+        };
+        let mut last = None;
+        for id in ids {
+            let n = w.recorded.fetch_add(1, Ordering::Relaxed) + 1;
+            unflushed::record(conn, w, n, id)
+                .map_err(SqlError::query(conn.backend(), "recording its file"))?;
+            last = Some(n);
+        }
+        Ok(last)
+    }
+
+    /// Tells the flusher that the change recorded as `seq` is on the file system.
+    fn written(&self, seq: Option<i64>) {
+        if let (Some((_, f)), Some(seq)) = (&self.unflushed, seq) {
+            f.written(seq);
+        }
+    }
+
     fn sql_error(&self, id: &CheckpointId, e: SqlError) -> Error {
         Error::Backend {
             backend: self.sql.backend().name(),
@@ -219,61 +239,6 @@ impl<F: Fs> HybridStore<F> {
             source: Some(Box::new(e)),
         }
     }
-}
-
-/// Checks the files recorded as unflushed: those of an earlier boot (a power loss came between)
-/// against their database copy, byte for byte; those of this boot only for being there (a
-/// writer killed between its commit and its rename). Any that differs is written again from
-/// the database, and the file system is synced before the earlier boot's records are
-/// forgotten.
-fn recover<F: Fs>(
-    files: &FileStore<F>,
-    sql: &SqlStore,
-    store_id: &str,
-    boot: Option<&str>,
-) -> Result<Recovery> {
-    let rows = sql
-        .with_conn(|c| unflushed::of_store(c, store_id))
-        .map_err(SqlError::query(sql.backend(), "reading unflushed files"))?;
-    let mut out = Recovery::default();
-    let mut earlier_boot = false;
-    for row in rows {
-        let earlier = Some(row.boot_id.as_str()) != boot;
-        earlier_boot |= earlier;
-        let Ok(id) = CheckpointId::new(&row.checkpoint_id) else {
-            continue;
-        };
-        let path = files.path_of(&id);
-        if !earlier && std::fs::symlink_metadata(&path).is_ok() {
-            continue;
-        }
-        let checkpoint = match sql.load_checkpoint(&id) {
-            Ok(c) => c,
-            // Deleted since: nothing to write.
-            Err(SqlError::NotFound { .. }) => continue,
-            Err(e) => return Err(e.into()),
-        };
-        let bytes = encode(&checkpoint).map_err(|error| Error::Encode {
-            id: id.to_string(),
-            error,
-        })?;
-        let whole = read_regular_file(&path, bytes.len() as u64).is_ok_and(|b| b == bytes);
-        if whole {
-            continue;
-        }
-        match files.save_encoded(&checkpoint, &bytes) {
-            Ok(_) => out.rewritten.push(id),
-            Err(e) => out.failed.push((id, e.to_string())),
-        }
-    }
-    if !out.rewritten.is_empty() || earlier_boot {
-        unflushed::sync_file_system(files.fs(), files.root())?;
-    }
-    if earlier_boot && out.failed.is_empty() {
-        sql.with_conn(|c| unflushed::forget_earlier_boots(c, store_id, boot.unwrap_or("")))
-            .map_err(SqlError::query(sql.backend(), "forgetting checked files"))?;
-    }
-    Ok(out)
 }
 
 impl<F: Fs> CheckpointStore for HybridStore<F> {
@@ -294,20 +259,13 @@ impl<F: Fs> CheckpointStore for HybridStore<F> {
         let staged = self.files.stage_encoded(checkpoint, bytes)?;
         let (outcome, seq) = self
             .sql
-            .store_encoded_then(checkpoint, &enc, |conn| match &self.unflushed {
-                Some((w, _)) => {
-                    let n = w.recorded.fetch_add(1, Ordering::Relaxed) + 1;
-                    unflushed::record(conn, w, n, id.as_str())
-                        .map(|_| Some(n))
-                        .map_err(SqlError::query(conn.backend(), "recording its file"))
-                }
-                None => Ok(None),
+            .store_encoded_then(checkpoint, &enc, |conn| {
+                self.record_unflushed(conn, &[id.as_str()])
             })
             .map_err(|e| self.sql_error(id, e))?;
         let published = self.files.try_publish(staged);
-        let in_place = published.as_ref().map_or_else(|u| u.in_place, |_| true);
-        if let (true, Some((_, f)), Some(seq)) = (in_place, &self.unflushed, seq) {
-            f.written(seq);
+        if published.as_ref().map_or_else(|u| u.in_place, |_| true) {
+            self.written(seq);
         }
         published.map_err(|u| {
             // A file that did not get in place: undo the commit of a new checkpoint, so that
@@ -363,17 +321,28 @@ impl<F: Fs> CheckpointStore for HybridStore<F> {
         self.files.list(filter)
     }
 
+    /// The database first, with a record of the file about to go (so that a power loss
+    /// between the two cannot leave a file the database lacks: see [`crate::Recovery`]), then
+    /// the file, and its directory is flushed.
     fn delete(&self, id: &CheckpointId) -> Result<bool> {
-        let in_sql = self.sql.delete_checkpoint(id)?;
+        let (in_sql, seq) = self
+            .sql
+            .delete_checkpoint_then(id, |conn| self.record_unflushed(conn, &[id.as_str()]))?;
         let in_files = self.files.delete(id)?;
         self.sync_deletion(in_files)?;
+        self.written(seq);
         Ok(in_sql || in_files)
     }
 
     fn delete_execution(&self, execution_id: &ExecutionId) -> Result<usize> {
-        self.sql.delete_execution_checkpoints(execution_id)?;
+        let files = self.files.list(&ListFilter::execution(execution_id))?;
+        let ids: Vec<&str> = files.iter().map(|s| s.id.as_str()).collect();
+        let (_, seq) = self
+            .sql
+            .delete_execution_then(execution_id, |conn| self.record_unflushed(conn, &ids))?;
         let removed = self.files.delete_execution(execution_id)?;
         self.sync_deletion(removed > 0)?;
+        self.written(seq);
         Ok(removed)
     }
 

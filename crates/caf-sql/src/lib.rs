@@ -156,6 +156,7 @@ mod measure;
 pub mod open;
 mod pruned;
 mod queries;
+mod recover;
 pub mod schema;
 #[cfg(all(feature = "postgres", feature = "test-support"))]
 mod scratch;
@@ -171,11 +172,12 @@ pub use connection::{redact, sqlite_path, Backend, Durability, SqlOptions};
 pub use copies::{DatabaseCopy, Disagreement};
 pub use error::{Result, SqlError};
 pub use files::{FileProblem, ReindexReport, SyncReport};
-pub use hybrid::{HybridOptions, HybridStore, Recovery};
+pub use hybrid::{HybridOptions, HybridStore};
 #[cfg(feature = "test-support")]
 pub use measure::TableCounts;
 pub use open::{Access, Location, OpenError, Store};
 pub use queries::{ThoughtRow, ToolCallRow};
+pub use recover::Recovery;
 #[cfg(all(feature = "postgres", feature = "test-support"))]
 pub use scratch::ScratchDatabase;
 pub use sql_console::SqlRows;

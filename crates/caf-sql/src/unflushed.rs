@@ -132,8 +132,8 @@ pub(crate) fn clear_marks<F: Fs>(fs: &F, meta_dir: &Path, boots: &[String]) -> R
     Ok(())
 }
 
-/// Records, in the save's transaction, that `checkpoint_id`'s file is about to be written
-/// unflushed, as the writer's `n`-th.
+/// Records, in the transaction of a save (or a delete), that `checkpoint_id`'s file is about
+/// to be written (or removed) unflushed, as the writer's `n`-th.
 pub(crate) fn record(
     conn: &mut AnyConnection,
     w: &Writer,
