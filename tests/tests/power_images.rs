@@ -29,7 +29,7 @@
 mod sql_common;
 
 use caf_core::format::encode;
-use caf_core::store::{Hook, LoadSource, Op, Record, TestFs};
+use caf_core::store::{Hook, LoadSource, Op, OpKind, Record, TestFs};
 use caf_core::{Checkpoint, CheckpointId, CheckpointStore, FileStore, ListFilter};
 use caf_sql::{HybridOptions, HybridStore, SqlStore};
 use caf_tests::images::{build, Keep};
@@ -208,6 +208,58 @@ fn record_hybrid(steps: usize) -> Recorded {
     .unwrap();
     workload(&store, &fs, &run, &|| store.flush());
     store.abandon(); // the power goes: no last flush
+    Recorded {
+        _base_dir: base_dir,
+        base,
+        encoded: encoded(&run),
+        run,
+        records: fs.records(),
+        snapshots: Some(snapshots),
+    }
+}
+
+/// A save held between its database commit and its rename while another save and a flush go
+/// by (two threads on one store), then let go: the flush must not forget the record of the
+/// held save's file, which is not on the file system yet.
+fn record_hybrid_concurrent() -> Recorded {
+    let base_dir = scratch();
+    let base = base_dir.path().to_path_buf();
+    let db_dir = scratch();
+    let db = db_dir.path().join("caf.db");
+    let url = format!("sqlite://{}", db.display());
+    drop(SqlStore::open(&url).unwrap());
+    let snapshots = scratch();
+    let fs = TestFs::new();
+    fs.record(Some(snapshotting(&db, snapshots.path())));
+    let run = agent_run(1, 3);
+    let files = FileStore::open_with_fs(fs.clone(), Recorded::store_dir(&base), Default::default())
+        .unwrap();
+    let store = HybridStore::with_options(
+        files,
+        SqlStore::open(&url).unwrap(),
+        HybridOptions {
+            flush_every: Duration::from_secs(3600),
+        },
+    )
+    .unwrap();
+    store.save(&run[0]).unwrap();
+    fs.mark("saved 0");
+    let held = fs.pause(OpKind::Rename, &format!("{}.json", run[1].id));
+    std::thread::scope(|scope| {
+        let saving = scope.spawn(|| {
+            store.save(&run[1]).unwrap();
+            fs.mark("saved 1");
+        });
+        held.wait_paused();
+        store.save(&run[2]).unwrap();
+        fs.mark("saved 2");
+        store.flush().unwrap();
+        fs.mark("flushed");
+        held.resume();
+        saving.join().unwrap();
+    });
+    fs.mark("end");
+    store.abandon();
     Recorded {
         _base_dir: base_dir,
         base,
@@ -424,6 +476,16 @@ fn a_files_only_store_after_power_loss_at_any_point_keeps_every_acknowledged_sav
     let n = check_every_image(&rec, |rec, at, _db, image| open_files_image(rec, at, image));
     eprintln!(
         "files-only: {} records, {n} images checked",
+        rec.records.len()
+    );
+}
+
+#[test]
+fn a_flush_keeps_the_record_of_a_save_another_thread_has_not_put_in_place_yet() {
+    let rec = record_hybrid_concurrent();
+    let n = check_every_image(&rec, open_hybrid_image);
+    eprintln!(
+        "hybrid, two threads: {} records, {n} images checked",
         rec.records.len()
     );
 }

@@ -22,6 +22,12 @@ pub(crate) const PERIOD: Duration = Duration::from_secs(1);
 struct State {
     /// The newest row of a file this writer has put in place and not yet flushed.
     written: Option<i64>,
+    /// How many rows this writer has numbered.
+    numbered: i64,
+    /// Rows numbered (first of each reservation, and how many reservations start there) whose
+    /// change is not on the file system yet: a flush must not forget them, nor any row after
+    /// the first of them (rows are forgotten up to a number).
+    pending: std::collections::BTreeMap<i64, usize>,
     stop: bool,
     /// A save happened since the spare files were last made.
     saved: bool,
@@ -45,6 +51,54 @@ impl Shared {
     fn not_flushed(&self, upto: i64) {
         let mut st = self.lock();
         st.written = Some(st.written.map_or(upto, |w| w.max(upto)));
+    }
+}
+
+impl State {
+    /// The rows a flush now may forget, up to which (`None`: none), taking them from
+    /// `written`: those in place, below every row still pending.
+    fn take_flushable(&mut self) -> Option<i64> {
+        let written = self.written?;
+        let upto = match self.pending.keys().next() {
+            Some(&first) if first <= written => first - 1,
+            _ => written,
+        };
+        if upto == written {
+            self.written = None;
+        }
+        (upto > 0).then_some(upto)
+    }
+}
+
+/// Rows numbered for one save or delete ([`Flusher::reserve`]) whose change is not on the file
+/// system yet. Dropped without [`Reserved::done`], it is released (the change failed).
+#[derive(Debug)]
+pub(crate) struct Reserved<'a> {
+    shared: &'a Shared,
+    /// The first row.
+    pub first: i64,
+    /// The last row.
+    pub last: i64,
+}
+
+impl Reserved<'_> {
+    /// The change is on the file system (unflushed): its rows may go at the next flush.
+    pub fn done(self) {
+        self.shared.not_flushed(self.last);
+        self.shared.lock().saved = true;
+        self.shared.wake.notify_one();
+    }
+}
+
+impl Drop for Reserved<'_> {
+    fn drop(&mut self) {
+        let mut st = self.shared.lock();
+        if let Some(n) = st.pending.get_mut(&self.first) {
+            *n -= 1;
+            if *n == 0 {
+                st.pending.remove(&self.first);
+            }
+        }
     }
 }
 
@@ -107,11 +161,21 @@ impl<F: Fs> Flusher<F> {
         }
     }
 
-    /// Notes that the file of row `seq` is in place.
-    pub fn written(&self, seq: i64) {
-        self.shared.not_flushed(seq);
-        self.shared.lock().saved = true;
-        self.shared.wake.notify_one();
+    /// Numbers `count` rows (at least one) for a save or a delete about to record them in its
+    /// transaction: until the change is on the file system ([`Reserved::done`]) or has failed
+    /// (dropped), no flush forgets them or any later row, so that a flush cannot forget the
+    /// record of a file another thread has committed and not yet put in place.
+    pub fn reserve(&self, count: usize) -> Reserved<'_> {
+        let mut st = self.shared.lock();
+        let first = st.numbered + 1;
+        st.numbered += i64::try_from(count.max(1)).unwrap_or(i64::MAX);
+        let last = st.numbered;
+        *st.pending.entry(first).or_default() += 1;
+        Reserved {
+            shared: &self.shared,
+            first,
+            last,
+        }
     }
 
     /// Flushes now, on the caller's thread; also reports a background flush that failed since
@@ -119,7 +183,7 @@ impl<F: Fs> Flusher<F> {
     pub fn flush_now(&self) -> caf_core::Result<()> {
         let (upto, failed) = {
             let mut st = self.shared.lock();
-            (st.written.take(), st.failed.take())
+            (st.take_flushable(), st.failed.take())
         };
         if let Some(upto) = upto {
             if let Err(e) = self.target.flush(upto) {
@@ -162,7 +226,7 @@ fn run<F: Fs>(shared: &Shared, target: &Target<F>) {
             let mut st = shared.lock();
             loop {
                 if st.stop {
-                    break (st.written.take(), true);
+                    break (st.take_flushable(), true);
                 }
                 if st.saved {
                     // A save used a spare file: make another first.
@@ -172,7 +236,14 @@ fn run<F: Fs>(shared: &Shared, target: &Target<F>) {
                 if st.written.is_some() {
                     let wait = target.period.saturating_sub(last.elapsed());
                     if wait.is_zero() {
-                        break (st.written.take(), false);
+                        match st.take_flushable() {
+                            Some(upto) => break (Some(upto), false),
+                            // Every row is behind one still pending: a period more.
+                            None => {
+                                last = Instant::now();
+                                continue;
+                            }
+                        }
                     }
                     st = shared
                         .wake

@@ -3,7 +3,7 @@
 use crate::checkpoint::save::{Encoded, SyncOutcome};
 use crate::connection::AnyConnection;
 use crate::error::SqlError;
-use crate::flusher::{self, Flusher};
+use crate::flusher::{self, Flusher, Reserved};
 use crate::recover::{recover, Recovery};
 use crate::unflushed::{self, Writer};
 use crate::SqlStore;
@@ -13,7 +13,6 @@ use caf_core::{
     CheckpointId, CheckpointStore, CheckpointSummary, DamagedCheckpoint, Error, ExecutionId,
     FileStore, ListFilter, LoadSource, Result,
 };
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 /// Files plus a database, kept in sync on every save.
@@ -115,7 +114,6 @@ impl<F: Fs> HybridStore<F> {
                     store_id,
                     boot_id,
                     writer: fastrand::i64(1..i64::MAX),
-                    recorded: Default::default(),
                 };
                 let flusher = Flusher::start(flusher::Target {
                     files: Arc::clone(&files),
@@ -204,32 +202,28 @@ impl<F: Fs> HybridStore<F> {
         Ok(())
     }
 
+    /// Numbers the records of a save or a delete of `count` files (`None` for a store that
+    /// flushes its files): see [`Flusher::reserve`].
+    fn reserve(&self, count: usize) -> Option<Reserved<'_>> {
+        self.unflushed.as_ref().map(|(_, f)| f.reserve(count))
+    }
+
     /// Records, in the transaction of a save or a delete, that the files of `ids` change
-    /// without being flushed. Returns the number of the last record (for the flusher), or
-    /// `None` for a store that flushes its files.
+    /// without being flushed, under the numbers `reserved` holds.
     fn record_unflushed(
         &self,
         conn: &mut AnyConnection,
+        reserved: Option<&Reserved<'_>>,
         ids: &[&str],
-    ) -> crate::Result<Option<i64>> {
-        let Some((w, _)) = &self.unflushed else {
-            return Ok(None);
+    ) -> crate::Result<()> {
+        let (Some((w, _)), Some(r)) = (&self.unflushed, reserved) else {
+            return Ok(());
         };
-        let mut last = None;
-        for id in ids {
-            let n = w.recorded.fetch_add(1, Ordering::Relaxed) + 1;
+        for (n, id) in (r.first..=r.last).zip(ids) {
             unflushed::record(conn, w, n, id)
                 .map_err(SqlError::query(conn.backend(), "recording its file"))?;
-            last = Some(n);
         }
-        Ok(last)
-    }
-
-    /// Tells the flusher that the change recorded as `seq` is on the file system.
-    fn written(&self, seq: Option<i64>) {
-        if let (Some((_, f)), Some(seq)) = (&self.unflushed, seq) {
-            f.written(seq);
-        }
+        Ok(())
     }
 
     fn sql_error(&self, id: &CheckpointId, e: SqlError) -> Error {
@@ -257,15 +251,18 @@ impl<F: Fs> CheckpointStore for HybridStore<F> {
             },
         })?;
         let staged = self.files.stage_encoded(checkpoint, bytes)?;
-        let (outcome, seq) = self
+        let reserved = self.reserve(1);
+        let (outcome, ()) = self
             .sql
             .store_encoded_then(checkpoint, &enc, |conn| {
-                self.record_unflushed(conn, &[id.as_str()])
+                self.record_unflushed(conn, reserved.as_ref(), &[id.as_str()])
             })
             .map_err(|e| self.sql_error(id, e))?;
         let published = self.files.try_publish(staged);
-        if published.as_ref().map_or_else(|u| u.in_place, |_| true) {
-            self.written(seq);
+        if let Some(r) =
+            reserved.filter(|_| published.as_ref().map_or_else(|u| u.in_place, |_| true))
+        {
+            r.done();
         }
         published.map_err(|u| {
             // A file that did not get in place: undo the commit of a new checkpoint, so that
@@ -325,24 +322,30 @@ impl<F: Fs> CheckpointStore for HybridStore<F> {
     /// between the two cannot leave a file the database lacks: see [`crate::Recovery`]), then
     /// the file, and its directory is flushed.
     fn delete(&self, id: &CheckpointId) -> Result<bool> {
-        let (in_sql, seq) = self
-            .sql
-            .delete_checkpoint_then(id, |conn| self.record_unflushed(conn, &[id.as_str()]))?;
+        let reserved = self.reserve(1);
+        let (in_sql, ()) = self.sql.delete_checkpoint_then(id, |conn| {
+            self.record_unflushed(conn, reserved.as_ref(), &[id.as_str()])
+        })?;
         let in_files = self.files.delete(id)?;
         self.sync_deletion(in_files)?;
-        self.written(seq);
+        if let Some(r) = reserved {
+            r.done();
+        }
         Ok(in_sql || in_files)
     }
 
     fn delete_execution(&self, execution_id: &ExecutionId) -> Result<usize> {
         let files = self.files.list(&ListFilter::execution(execution_id))?;
         let ids: Vec<&str> = files.iter().map(|s| s.id.as_str()).collect();
-        let (_, seq) = self
-            .sql
-            .delete_execution_then(execution_id, |conn| self.record_unflushed(conn, &ids))?;
+        let reserved = self.reserve(ids.len());
+        let (_, ()) = self.sql.delete_execution_then(execution_id, |conn| {
+            self.record_unflushed(conn, reserved.as_ref(), &ids)
+        })?;
         let removed = self.files.delete_execution(execution_id)?;
         self.sync_deletion(removed > 0)?;
-        self.written(seq);
+        if let Some(r) = reserved {
+            r.done();
+        }
         Ok(removed)
     }
 

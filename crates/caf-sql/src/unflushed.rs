@@ -33,8 +33,6 @@ pub(crate) struct Writer {
     pub boot_id: String,
     /// A random id of this store instance, so that it forgets only rows of files it wrote.
     pub writer: i64,
-    /// How many rows this writer has recorded.
-    pub recorded: std::sync::atomic::AtomicI64,
 }
 
 /// The current boot's id (Linux: `/proc/sys/kernel/random/boot_id`). `None` where it is not

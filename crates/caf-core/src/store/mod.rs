@@ -27,7 +27,7 @@ pub use fs::{Fs, RealFs};
 pub use index::{read_index, Entry as IndexEntry, IndexSnapshot};
 pub use memory::MemoryStore;
 #[cfg(any(test, feature = "test-support"))]
-pub use test_fs::{Fault, Fired, Hook, Op, OpKind, Record, TestFs};
+pub use test_fs::{Fault, Fired, Hook, Op, OpKind, Pause, Record, TestFs};
 
 use crate::clock::Timestamp;
 use crate::error::{Error, Result};

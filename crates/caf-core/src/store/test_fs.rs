@@ -14,7 +14,7 @@ use super::fs::{new_file_options, Fs};
 use std::fs::File;
 use std::io::{self, Read, Seek, Write};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::ThreadId;
 
 /// The kind of an operation of the seam.
@@ -191,6 +191,66 @@ struct State {
 #[derive(Clone, Default)]
 pub struct TestFs {
     state: Arc<Mutex<State>>,
+    pause: Arc<Mutex<Option<Pause>>>,
+}
+
+/// Where a [`Pause`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stage {
+    Waiting,
+    Paused,
+    Resumed,
+}
+
+/// An operation held back ([`TestFs::pause`]), to interleave threads at a chosen point.
+#[derive(Clone)]
+pub struct Pause {
+    kind: OpKind,
+    name: String,
+    stage: Arc<(Mutex<Stage>, Condvar)>,
+}
+
+impl Pause {
+    fn stage(&self) -> MutexGuard<'_, Stage> {
+        self.stage.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Waits until a thread is held at the operation (panics after a minute: it never came).
+    pub fn wait_paused(&self) {
+        let (_, cv) = &*self.stage;
+        let (st, timeout) = cv
+            .wait_timeout_while(self.stage(), std::time::Duration::from_secs(60), |s| {
+                *s == Stage::Waiting
+            })
+            .unwrap_or_else(|p| p.into_inner());
+        assert!(
+            !timeout.timed_out() || *st != Stage::Waiting,
+            "no {:?} of {} came",
+            self.kind,
+            self.name
+        );
+    }
+
+    /// Lets the held operation go on.
+    pub fn resume(&self) {
+        *self.stage() = Stage::Resumed;
+        self.stage.1.notify_all();
+    }
+
+    /// Holds the calling thread here if this is the operation to hold.
+    fn hold(&self, kind: OpKind, path: &Path) -> bool {
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        if kind != self.kind || name != self.name {
+            return false;
+        }
+        let mut st = self.stage();
+        *st = Stage::Paused;
+        self.stage.1.notify_all();
+        while *st != Stage::Resumed {
+            st = self.stage.1.wait(st).unwrap_or_else(|p| p.into_inner());
+        }
+        true
+    }
 }
 
 impl std::fmt::Debug for TestFs {
@@ -262,6 +322,18 @@ impl TestFs {
         std::mem::take(&mut st.log)
     }
 
+    /// Holds the next operation of `kind` on a file named `name` (in any directory) until
+    /// [`Pause::resume`]; only one pause at a time.
+    pub fn pause(&self, kind: OpKind, name: &str) -> Pause {
+        let pause = Pause {
+            kind,
+            name: name.to_string(),
+            stage: Arc::new((Mutex::new(Stage::Waiting), Condvar::new())),
+        };
+        *self.pause.lock().unwrap_or_else(|p| p.into_inner()) = Some(pause.clone());
+        pause
+    }
+
     /// Adds a note of the test's own to the record (a save returned, a delete returned).
     pub fn mark(&self, note: impl Into<String>) {
         let mut st = self.lock();
@@ -309,6 +381,10 @@ impl TestFs {
         path: &Path,
         run: impl FnOnce(Option<Fault>) -> io::Result<(T, Vec<Op>)>,
     ) -> io::Result<T> {
+        let pause = self.pause.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        if pause.is_some_and(|p| p.hold(kind, path)) {
+            *self.pause.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        }
         let mut st = self.lock();
         let tag = match Self::verdict(&mut st, kind, path) {
             Verdict::Fail(Fault::ShortWrite) => {
