@@ -204,7 +204,7 @@ fn apply(
             mtime_ns,
         } => {
             let inode = inodes.entry(*ino).or_default();
-            let at = usize::try_from(*offset).unwrap();
+            let at = usize::try_from(*offset).unwrap_or_else(|e| panic!("offset {offset}: {e}"));
             let (len, fill) = match fate {
                 Fate::Torn { len, zeros } => (len, if zeros { bytes.len() } else { len }),
                 _ => (bytes.len(), bytes.len()),
@@ -245,17 +245,20 @@ fn materialize(entries: &BTreeMap<PathBuf, Node>, inodes: &HashMap<u64, Inode>, 
         }
         let to = image.join(path);
         match node {
-            Node::Dir => std::fs::create_dir(&to).unwrap(),
+            Node::Dir => {
+                std::fs::create_dir(&to).unwrap_or_else(|e| panic!("making {}: {e}", to.display()))
+            }
             Node::File(ino) => {
                 let inode = &inodes[ino];
-                std::fs::write(&to, &inode.data).unwrap();
+                std::fs::write(&to, &inode.data)
+                    .unwrap_or_else(|e| panic!("writing {}: {e}", to.display()));
                 let when = std::time::UNIX_EPOCH
                     + std::time::Duration::from_nanos(u64::try_from(inode.mtime_ns).unwrap_or(0));
                 std::fs::File::options()
                     .write(true)
                     .open(&to)
                     .and_then(|f| f.set_modified(when))
-                    .unwrap();
+                    .unwrap_or_else(|e| panic!("dating {}: {e}", to.display()));
             }
         }
     }

@@ -52,6 +52,20 @@ impl Shared {
         let mut st = self.lock();
         st.written = Some(st.written.map_or(upto, |w| w.max(upto)));
     }
+
+    /// See [`Flusher::reserve`].
+    fn reserve(&self, count: usize) -> Reserved<'_> {
+        let mut st = self.lock();
+        let first = st.numbered + 1;
+        st.numbered += i64::try_from(count.max(1)).unwrap_or(i64::MAX);
+        let last = st.numbered;
+        *st.pending.entry(first).or_default() += 1;
+        Reserved {
+            shared: self,
+            first,
+            last,
+        }
+    }
 }
 
 impl State {
@@ -166,16 +180,7 @@ impl<F: Fs> Flusher<F> {
     /// (dropped), no flush forgets them or any later row, so that a flush cannot forget the
     /// record of a file another thread has committed and not yet put in place.
     pub fn reserve(&self, count: usize) -> Reserved<'_> {
-        let mut st = self.shared.lock();
-        let first = st.numbered + 1;
-        st.numbered += i64::try_from(count.max(1)).unwrap_or(i64::MAX);
-        let last = st.numbered;
-        *st.pending.entry(first).or_default() += 1;
-        Reserved {
-            shared: &self.shared,
-            first,
-            last,
-        }
+        self.shared.reserve(count)
     }
 
     /// Flushes now, on the caller's thread; also reports a background flush that failed since
@@ -267,5 +272,39 @@ fn run<F: Fs>(shared: &Shared, target: &Target<F>) {
         if stop {
             return;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_flush_forgets_only_rows_below_every_pending_one() {
+        let mut st = State::default();
+        assert_eq!(st.take_flushable(), None, "nothing written");
+        st.written = Some(5);
+        st.pending.insert(3, 1);
+        assert_eq!(st.take_flushable(), Some(2), "row 3 is not in place yet");
+        assert_eq!(st.written, Some(5), "rows 3 to 5 wait for the next flush");
+        st.pending.clear();
+        assert_eq!(st.take_flushable(), Some(5));
+        assert_eq!(st.written, None);
+        st.written = Some(2);
+        st.pending.insert(1, 1);
+        assert_eq!(st.take_flushable(), None, "row 1, the first, is pending");
+    }
+
+    #[test]
+    fn a_reservation_is_pending_until_done_or_dropped() {
+        let shared = Shared::default();
+        let a = shared.reserve(1);
+        let b = shared.reserve(3);
+        assert_eq!((a.first, a.last, b.first, b.last), (1, 1, 2, 4));
+        b.done();
+        assert_eq!(shared.lock().take_flushable(), None, "row 1 is pending");
+        drop(a); // its save failed
+        assert_eq!(shared.lock().take_flushable(), Some(4));
+        assert_eq!(shared.lock().take_flushable(), None, "taken");
     }
 }

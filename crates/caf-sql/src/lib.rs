@@ -133,8 +133,9 @@
 //!   `analytics` (thoughts, tool calls, statistics), `sql_console` (`read_only_sql`, and
 //!   `statement_starts`: refusing a text that is not one statement), `files` (`sync_from`,
 //!   `reindex_from`), `copies` (the database as a second copy of the files), `verify`,
-//!   `pruned` (tombstones), `unflushed` and `flusher` (files a hybrid store wrote without
-//!   flushing, and the thread that syncs them), `columns` (how values become columns), `connection`, `open`,
+//!   `pruned` (tombstones), `unflushed` and `flusher` (files a hybrid store wrote or removed
+//!   without flushing, and the thread that syncs them), `recover` (what opening does with those
+//!   records after a power loss), `columns` (how values become columns), `connection`, `open`,
 //!   `store`, `hybrid`, `schema`, `error`.
 
 #![forbid(unsafe_code)]

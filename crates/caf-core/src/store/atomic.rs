@@ -217,32 +217,41 @@ impl<F: Fs> Staged<F> {
     /// when durable, flushes the directory so that the rename survives a power loss. Returns
     /// the metadata of the file.
     pub fn publish(self) -> Result<Metadata> {
-        self.put_in_place().map_err(|(_, e)| e)
+        match self.put_in_place() {
+            Placed::Flushed(meta) => Ok(meta),
+            Placed::Unflushed(_, e) | Placed::Not(e) => Err(e),
+        }
     }
 
-    /// [`Staged::publish`]; its error also says whether the file is in place: with its
-    /// metadata when only the flush of its directory failed (a power loss may still undo the
-    /// rename), `None` when the target is unchanged.
-    pub(crate) fn put_in_place(
-        mut self,
-    ) -> std::result::Result<Metadata, (Option<Metadata>, Error)> {
-        let meta = self
-            .tmp
-            .file
-            .metadata()
-            .map_err(|e| (None, Error::io(&self.tmp.path, e)))?;
-        self.tmp
-            .fs
-            .rename(&self.tmp.path, &self.target)
-            .map_err(|e| (None, Error::io(&self.target, e)))?;
+    /// [`Staged::publish`], saying whether the file is in place when something failed.
+    pub(crate) fn put_in_place(mut self) -> Placed {
+        let meta = match self.tmp.file.metadata() {
+            Ok(m) => m,
+            Err(e) => return Placed::Not(Error::io(&self.tmp.path, e)),
+        };
+        if let Err(e) = self.tmp.fs.rename(&self.tmp.path, &self.target) {
+            return Placed::Not(Error::io(&self.target, e));
+        }
         self.tmp.keep = true;
         if self.options.durable {
             if let Err(e) = self.tmp.fs.sync_dir(&self.dir) {
-                return Err((Some(meta), Error::io(&self.dir, e)));
+                return Placed::Unflushed(meta, Error::io(&self.dir, e));
             }
         }
-        Ok(meta)
+        Placed::Flushed(meta)
     }
+}
+
+/// What [`Staged::put_in_place`] did.
+#[derive(Debug)]
+pub(crate) enum Placed {
+    /// The file is in place (flushed, if the write is durable); its metadata.
+    Flushed(Metadata),
+    /// The file is in place, but its directory could not be flushed: a power loss may still
+    /// undo the rename.
+    Unflushed(Metadata, Error),
+    /// The target is unchanged.
+    Not(Error),
 }
 
 /// Flushes a directory's entries to disk.

@@ -1,7 +1,7 @@
 //! [`FileStore`]: one JSON file per checkpoint, `DIR/{id}.json`.
 
 use super::atomic::{
-    make_spare_in, stage_in, stage_into_spare_in, sync_dir_in, AtomicWriteOptions, Staged,
+    make_spare_in, stage_in, stage_into_spare_in, sync_dir_in, AtomicWriteOptions, Placed, Staged,
     SPARE_PREFIX,
 };
 use super::fs::{create_dir_durable, read_to_end, Fs, RealFs};
@@ -397,9 +397,9 @@ impl<F: Fs> FileStore<F> {
         file: StagedFile<F>,
     ) -> std::result::Result<CheckpointSummary, Unpublished> {
         let (meta, flushed) = match file.staged.put_in_place() {
-            Ok(meta) => (meta, Ok(())),
-            Err((Some(meta), e)) => (meta, Err(e)),
-            Err((None, error)) => {
+            Placed::Flushed(meta) => (meta, Ok(())),
+            Placed::Unflushed(meta, e) => (meta, Err(e)),
+            Placed::Not(error) => {
                 return Err(Unpublished {
                     in_place: false,
                     error,

@@ -204,3 +204,53 @@ pub(crate) fn create_dir_durable<F: Fs>(fs: &F, dir: &Path) -> io::Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::{Fault, Op, TestFs};
+
+    #[test]
+    fn the_real_file_system_costs_no_space() {
+        assert_eq!(std::mem::size_of::<RealFs>(), 0);
+        assert_eq!(
+            std::mem::size_of::<crate::FileStore>(),
+            std::mem::size_of::<crate::FileStore<RealFs>>()
+        );
+    }
+
+    #[test]
+    fn write_all_goes_on_after_a_short_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let fs = TestFs::new();
+        let path = dir.path().join("f");
+        let file = fs.create_new(&path).unwrap();
+        fs.arm(1, Fault::ShortWrite, false);
+        write_all(&fs, &file, &path, b"0123456789").unwrap();
+        assert!(fs.disarm().is_some(), "the first write was short");
+        assert_eq!(std::fs::read(&path).unwrap(), b"0123456789");
+    }
+
+    #[test]
+    fn a_directory_made_durably_is_flushed_into_its_parent() {
+        let dir = tempfile::tempdir().unwrap();
+        let fs = TestFs::new();
+        fs.record(None);
+        let made = dir.path().join("a").join("b");
+        create_dir_durable(&fs, &made).unwrap();
+        create_dir_durable(&fs, &made).unwrap(); // there already: nothing more
+        let ops: Vec<Op> = fs.records().into_iter().map(|r| r.op).collect();
+        let a = dir.path().join("a");
+        assert_eq!(
+            ops,
+            vec![
+                Op::Mkdir { path: a.clone() },
+                Op::Mkdir { path: made.clone() },
+                Op::SyncDir {
+                    path: dir.path().to_path_buf()
+                },
+                Op::SyncDir { path: a },
+            ]
+        );
+    }
+}
