@@ -29,6 +29,10 @@ pub enum Keep {
     All,
     /// None did.
     None,
+    /// The directory entries did (made, renamed, removed), and the size of every write, but
+    /// not what it wrote: zeros (a file system that journals its metadata alone, ext4's
+    /// delayed allocation of old).
+    NamesOnly,
     /// Each is kept, dropped or (a write) torn at random, from this seed.
     Random(u64),
 }
@@ -113,6 +117,13 @@ fn fate(op: &Op, keep: Keep, rng: &mut fastrand::Rng) -> Fate {
     match keep {
         Keep::All => Fate::Kept,
         Keep::None => Fate::Dropped,
+        Keep::NamesOnly => match op {
+            Op::Write { .. } => Fate::Torn {
+                len: 0,
+                zeros: true,
+            },
+            _ => Fate::Kept,
+        },
         Keep::Random(_) => match (op, rng.u8(..10)) {
             (_, 0..=3) => Fate::Kept,
             (Op::Write { bytes, .. }, 4..=6) if !bytes.is_empty() => Fate::Torn {
@@ -356,6 +367,18 @@ mod tests {
             .collect();
         let image = image_of(&lost_dir, lost_dir.len(), Keep::None, base);
         assert!(!image.path().join("d").exists());
+    }
+
+    #[test]
+    fn names_only_keeps_the_entries_and_zeros_the_data() {
+        let base = Path::new("/b");
+        let records = durable_save(base);
+        // Before the file's flush: the file is there, its size too, its bytes are not.
+        let image = image_of(&records, 4, Keep::NamesOnly, base);
+        assert_eq!(
+            std::fs::read(image.path().join("d/.t")).unwrap(),
+            vec![0u8; 5]
+        );
     }
 
     #[test]
