@@ -98,8 +98,10 @@ pub(crate) struct Reserved<'a> {
 impl Reserved<'_> {
     /// The change is on the file system (unflushed): its rows may go at the next flush.
     pub fn done(self) {
-        self.shared.not_flushed(self.last);
-        self.shared.lock().saved = true;
+        let mut st = self.shared.lock();
+        st.written = Some(st.written.map_or(self.last, |w| w.max(self.last)));
+        st.saved = true;
+        drop(st);
         self.shared.wake.notify_one();
     }
 }

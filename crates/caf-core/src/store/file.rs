@@ -46,7 +46,7 @@ pub struct Problem {
 /// in the directory is never read.
 ///
 /// `F` is the file system the store goes through: the real one ([`RealFs`], zero-sized) unless a
-/// test gives its double (see [`super::fs`]).
+/// test gives its double (see [`Fs`]).
 pub struct FileStore<F: Fs = RealFs> {
     fs: F,
     root: PathBuf,
