@@ -133,6 +133,11 @@ pub struct DemoArgs {
     /// Write even when the estimated size is above 1 GB.
     #[arg(long)]
     pub force: bool,
+    /// When a save returns: `sync` (on disk) or `async` (handed to a background writer, in
+    /// order; the demo waits for it before it reads back). Default: `durability` in the
+    /// directory's caf.toml, else sync.
+    #[arg(long, value_name = "MODE")]
+    pub durability: Option<caf_core::store::SaveMode>,
 }
 
 /// `caf list`.
@@ -457,6 +462,21 @@ pub struct BenchArgs {
     /// once encoded and a background writer writes them in order; `sync` is always measured
     #[arg(long, value_enum)]
     pub durability: Vec<crate::bench::Durability>,
+
+    /// Instead of the single-agent workload: N processes save into one store at once, each its
+    /// own execution (--saves each); prints saves per second, errors and lost saves. With
+    /// --peer, LangGraph's SqliteSaver runs the same with N processes on one SQLite file.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=256))]
+    pub concurrent: Option<u32>,
+    /// Saves per process with --concurrent.
+    #[arg(long, value_name = "K", default_value_t = 250, value_parser = clap::value_parser!(u32).range(1..=100000))]
+    pub saves: u32,
+    /// Internal: run as worker W of `--concurrent` on the store in --worker-dir.
+    #[arg(long, hide = true, requires = "worker_dir")]
+    pub worker: Option<u32>,
+    /// Internal: the scratch store of a `--concurrent` worker.
+    #[arg(long, hide = true, requires = "worker")]
+    pub worker_dir: Option<PathBuf>,
 }
 
 /// Hidden stand-ins for the global options `names` (`dir`, `db`, `no_files`) that `command`

@@ -280,6 +280,23 @@ impl<F: Fs> CheckpointStore for HybridStore<F> {
         self.load_with_source(id).map(|(c, _)| c)
     }
 
+    /// The file store's newest (found from its index, read on the fast path); when that file is
+    /// damaged, the newest through [`load`](CheckpointStore::load), which falls back to the
+    /// database's intact copy.
+    fn latest(&self, execution_id: &ExecutionId) -> Result<Option<Checkpoint>> {
+        match self.files.latest(execution_id) {
+            Err(Error::Load { .. } | Error::NotRegularFile { .. }) => {
+                let mut filter = ListFilter::execution(execution_id);
+                filter.limit = Some(1);
+                match self.list(&filter)?.into_iter().next() {
+                    Some(s) => self.load(&s.id).map(Some),
+                    None => Ok(None),
+                }
+            }
+            other => other,
+        }
+    }
+
     fn load_with_source(&self, id: &CheckpointId) -> Result<(Checkpoint, LoadSource)> {
         match self.files.load(id) {
             Ok(c) => Ok((c, LoadSource::Primary)),

@@ -95,9 +95,13 @@
 //! checkpoint again changes nothing (its checksum is compared first); another checkpoint under
 //! an existing id replaces it. SQLite runs in WAL mode with a busy timeout and foreign keys on,
 //! and writers take the lock up front (`BEGIN IMMEDIATE`), so concurrent processes wait for each
-//! other instead of failing with "database is locked"; `synchronous = FULL`, so that a commit
-//! is on disk when it returns (see [`Durability`]). On PostgreSQL the writers of one execution take turns on a
-//! transaction-scoped advisory lock, and a save that loses a race is retried.
+//! other instead of failing with "database is locked". A commit is on disk when it returns (see
+//! [`Durability`]): by default a SQLite writer commits with `synchronous = NORMAL` and then
+//! flushes the log itself once it has released the write lock, so that concurrent writers share
+//! flushes (group commit, `group_commit.rs`), and writers of one database take turns on a
+//! blocking file lock (`DB-writer.lock`) rather than sleep in SQLite's busy handler. On
+//! PostgreSQL the writers of one execution take turns on a transaction-scoped advisory lock, and
+//! a save that loses a race is retried.
 //!
 //! ## Statements: few, and prepared once
 //!
@@ -150,6 +154,7 @@ mod error;
 mod executions;
 mod files;
 mod flusher;
+mod group_commit;
 mod hybrid;
 mod list;
 #[cfg(feature = "test-support")]

@@ -167,13 +167,14 @@ fn same_file(_a: &std::fs::Metadata, b: &std::fs::Metadata) -> bool {
 
 /// The entries of `DIR/.caf/` that caf writes: none may be a symbolic link, which could point
 /// anywhere (another store, a system file).
-pub const INTERNALS: [&str; 8] = [
+pub const INTERNALS: [&str; 9] = [
     "",
     "tmp",
     "index.jsonl",
     "lock",
     "pruned.jsonl",
     "caf.db",
+    "caf.db-writer.lock",
     "store-id",
     "unflushed",
 ];

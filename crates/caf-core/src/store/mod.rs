@@ -18,7 +18,7 @@ pub use atomic::{
     make_spare, stage, stage_into_spare, sync_dir, sync_file_system, write_atomic, write_atomic_in,
     AtomicWriteOptions, Staged, SPARE_PREFIX,
 };
-pub use background::AsyncStore;
+pub use background::{AsyncStore, SaveMode};
 pub use file::{
     read_checkpoint_file, read_known_checkpoint_file, read_regular_file, refuse_linked_internals,
     stated_integrity, FileStore, FileStoreOptions, Problem, StagedFile, Unpublished, INTERNALS,
