@@ -292,8 +292,8 @@ fn record_files(steps: usize) -> Recorded {
 }
 
 /// The cuts and, for each, the images to build: every point of the record; all kept, none
-/// kept, names but no data kept, and random images; for a hybrid store, the database just before `p` and just after
-/// `p - 1` when they differ.
+/// kept, names but no data kept, and random images; for a hybrid store, the database just
+/// before `p` and just after `p - 1` when they differ.
 fn images(rec: &Recorded) -> Vec<(usize, Keep, u64)> {
     let (n, first) = seeds();
     let tag = |i: usize| rec.records.get(i).map_or(0, |r| r.tag);
@@ -470,9 +470,10 @@ fn check_every_image(
                     .iter()
                     .map(|r| format!("{:?}", r.op).chars().take(160).collect())
                     .collect();
+                let of = rec.records.len();
                 failures.push(format!(
-                    "cut before record {at} of {}, {keep:?}, database copy {db}, {built:?}: {why}\n    records before the cut: {near:#?}",
-                    rec.records.len()
+                    "cut before record {at} of {of}, {keep:?}, database copy {db}, {built:?}: \
+                     {why}\n    records around the cut: {near:#?}"
                 ));
             }
         }
@@ -518,7 +519,8 @@ fn a_flush_keeps_the_record_of_a_save_another_thread_has_not_put_in_place_yet() 
     let rec = record_hybrid_concurrent();
     let checked = check_every_image(&rec, open_hybrid_image);
     eprintln!(
-        "hybrid, two threads: {} records, {checked:?}",
-        rec.records.len()
+        "hybrid, two threads: {} records, {} images: {checked:?}",
+        rec.records.len(),
+        checked.images
     );
 }

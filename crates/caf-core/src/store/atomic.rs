@@ -40,7 +40,8 @@ pub fn write_atomic(
     write_atomic_in(&RealFs, target, temp_dir, bytes, options)
 }
 
-/// [`write_atomic`] through `fs` (the file system of a store, [`FileStore::fs`](super::FileStore::fs)).
+/// [`write_atomic`] through `fs` (a store's file system:
+/// [`FileStore::fs`](super::FileStore::fs)).
 pub fn write_atomic_in<F: Fs>(
     fs: &F,
     target: &Path,

@@ -10,165 +10,18 @@
 //! It never really flushes: a sync only counts, and is recorded. What a power loss keeps is the
 //! test's decision, made from the record.
 
+mod ops;
+mod pause;
+
+pub use ops::{Fault, Fired, Hook, Op, OpKind, Record};
+pub use pause::Pause;
+
 use super::fs::{new_file_options, Fs};
 use std::fs::File;
 use std::io::{self, Read, Seek, Write};
-use std::path::{Path, PathBuf};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::path::Path;
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::ThreadId;
-
-/// The kind of an operation of the seam.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum OpKind {
-    /// `create_dir_all`.
-    CreateDir,
-    /// Creating a new file.
-    CreateNew,
-    /// Opening a spare file, emptied.
-    OpenTruncate,
-    /// Opening the index log.
-    OpenAppend,
-    /// Opening a file to read.
-    OpenRead,
-    /// `write(2)`.
-    Write,
-    /// `read(2)`.
-    Read,
-    /// `fdatasync` of a file.
-    SyncData,
-    /// `rename(2)`.
-    Rename,
-    /// `unlink(2)`.
-    RemoveFile,
-    /// `fsync` of a directory.
-    SyncDir,
-    /// `syncfs`.
-    SyncFs,
-}
-
-/// What an armed [`TestFs`] does to the operation it fails.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Fault {
-    /// Fails with `EIO`.
-    Eio,
-    /// Fails with `ENOSPC` (the disk is full).
-    NoSpace,
-    /// Fails with `EACCES`.
-    Denied,
-    /// A write writes only half of its bytes (at least one) and says so, without failing, as
-    /// `write(2)` may; the fault counts writes only.
-    ShortWrite,
-}
-
-impl Fault {
-    /// Every fault.
-    pub const ALL: [Fault; 4] = [Fault::Eio, Fault::NoSpace, Fault::Denied, Fault::ShortWrite];
-
-    fn error(self) -> io::Error {
-        let (errno, kind) = match self {
-            Fault::Eio => (5, io::ErrorKind::Other),
-            Fault::NoSpace => (28, io::ErrorKind::StorageFull),
-            Fault::Denied | Fault::ShortWrite => (13, io::ErrorKind::PermissionDenied),
-        };
-        if cfg!(unix) {
-            io::Error::from_raw_os_error(errno)
-        } else {
-            io::Error::new(kind, format!("injected fault {self:?}"))
-        }
-    }
-}
-
-/// The operation an armed [`TestFs`] failed.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Fired {
-    /// Its kind.
-    pub op: OpKind,
-    /// The file or directory it was about.
-    pub path: PathBuf,
-    /// The fault.
-    pub fault: Fault,
-}
-
-/// An operation that changed the file system, as [`TestFs`] records it. Files are named by
-/// inode number, directory entries by path (as the store gave it).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Op {
-    /// A directory was made (one per directory `create_dir_all` made).
-    Mkdir {
-        /// The directory.
-        path: PathBuf,
-    },
-    /// A file was created, empty, at `path`.
-    Create {
-        /// Where.
-        path: PathBuf,
-        /// Its inode.
-        ino: u64,
-        /// Its modification time afterwards (ns since the epoch).
-        mtime_ns: i64,
-    },
-    /// A file was emptied.
-    Truncate {
-        /// Its inode.
-        ino: u64,
-        /// Its modification time afterwards.
-        mtime_ns: i64,
-    },
-    /// Bytes were written into a file at `offset`.
-    Write {
-        /// Its inode.
-        ino: u64,
-        /// Where.
-        offset: u64,
-        /// What.
-        bytes: Vec<u8>,
-        /// Its modification time afterwards.
-        mtime_ns: i64,
-    },
-    /// The entry `from` was renamed over `to`.
-    Rename {
-        /// The old name.
-        from: PathBuf,
-        /// The new name.
-        to: PathBuf,
-        /// The inode moved.
-        ino: u64,
-    },
-    /// The entry `path` was removed.
-    Unlink {
-        /// The entry.
-        path: PathBuf,
-    },
-    /// A file's data was flushed (`fdatasync`).
-    SyncFile {
-        /// Its inode.
-        ino: u64,
-    },
-    /// A directory's entries were flushed (`fsync` of the directory).
-    SyncDir {
-        /// The directory.
-        path: PathBuf,
-    },
-    /// The whole file system was flushed (`syncfs`).
-    SyncFs,
-    /// A note of the test's own ([`TestFs::mark`]), e.g. "save 3 returned".
-    Mark(String),
-}
-
-/// One recorded operation and the tag the test's hook gave when it happened (see
-/// [`TestFs::record`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Record {
-    /// The operation.
-    pub op: Op,
-    /// What the hook returned just before it (0 without a hook).
-    pub tag: u64,
-}
-
-/// Called before each recorded operation; what it returns tags the record (a test snapshots
-/// its database there and returns the snapshot's number). It runs under the double's lock: it
-/// must not use the double.
-pub type Hook = Box<dyn FnMut() -> u64 + Send>;
 
 struct Armed {
     nth: u64,
@@ -192,65 +45,6 @@ struct State {
 pub struct TestFs {
     state: Arc<Mutex<State>>,
     pause: Arc<Mutex<Option<Pause>>>,
-}
-
-/// Where a [`Pause`] is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Stage {
-    Waiting,
-    Paused,
-    Resumed,
-}
-
-/// An operation held back ([`TestFs::pause`]), to interleave threads at a chosen point.
-#[derive(Clone)]
-pub struct Pause {
-    kind: OpKind,
-    name: String,
-    stage: Arc<(Mutex<Stage>, Condvar)>,
-}
-
-impl Pause {
-    fn stage(&self) -> MutexGuard<'_, Stage> {
-        self.stage.0.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// Waits until a thread is held at the operation (panics after a minute: it never came).
-    pub fn wait_paused(&self) {
-        let (_, cv) = &*self.stage;
-        let (st, timeout) = cv
-            .wait_timeout_while(self.stage(), std::time::Duration::from_secs(60), |s| {
-                *s == Stage::Waiting
-            })
-            .unwrap_or_else(|p| p.into_inner());
-        assert!(
-            !timeout.timed_out() || *st != Stage::Waiting,
-            "no {:?} of {} came",
-            self.kind,
-            self.name
-        );
-    }
-
-    /// Lets the held operation go on.
-    pub fn resume(&self) {
-        *self.stage() = Stage::Resumed;
-        self.stage.1.notify_all();
-    }
-
-    /// Holds the calling thread here if this is the operation to hold.
-    fn hold(&self, kind: OpKind, path: &Path) -> bool {
-        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
-        if kind != self.kind || name != self.name {
-            return false;
-        }
-        let mut st = self.stage();
-        *st = Stage::Paused;
-        self.stage.1.notify_all();
-        while *st != Stage::Resumed {
-            st = self.stage.1.wait(st).unwrap_or_else(|p| p.into_inner());
-        }
-        true
-    }
 }
 
 impl std::fmt::Debug for TestFs {
@@ -325,11 +119,7 @@ impl TestFs {
     /// Holds the next operation of `kind` on a file named `name` (in any directory) until
     /// [`Pause::resume`]; only one pause at a time.
     pub fn pause(&self, kind: OpKind, name: &str) -> Pause {
-        let pause = Pause {
-            kind,
-            name: name.to_string(),
-            stage: Arc::new((Mutex::new(Stage::Waiting), Condvar::new())),
-        };
+        let pause = Pause::new(kind, name);
         *self.pause.lock().unwrap_or_else(|p| p.into_inner()) = Some(pause.clone());
         pause
     }
