@@ -137,8 +137,9 @@
 //!   `analytics` (thoughts, tool calls, statistics), `sql_console` (`read_only_sql`, and
 //!   `statement_starts`: refusing a text that is not one statement), `files` (`sync_from`,
 //!   `reindex_from`), `copies` (the database as a second copy of the files), `verify`,
-//!   `pruned` (tombstones), `unflushed` and `flusher` (files a hybrid store wrote without
-//!   flushing, and the thread that syncs them), `columns` (how values become columns), `connection`, `open`,
+//!   `pruned` (tombstones), `unflushed` and `flusher` (files a hybrid store wrote or removed
+//!   without flushing, and the thread that syncs them), `recover` (what opening does with those
+//!   records after a power loss), `columns` (how values become columns), `connection`, `open`,
 //!   `store`, `hybrid`, `schema`, `error`.
 
 #![forbid(unsafe_code)]
@@ -161,6 +162,7 @@ mod measure;
 pub mod open;
 mod pruned;
 mod queries;
+mod recover;
 pub mod schema;
 #[cfg(all(feature = "postgres", feature = "test-support"))]
 mod scratch;
@@ -176,11 +178,12 @@ pub use connection::{redact, sqlite_path, Backend, Durability, SqlOptions};
 pub use copies::{DatabaseCopy, Disagreement};
 pub use error::{Result, SqlError};
 pub use files::{FileProblem, ReindexReport, SyncReport};
-pub use hybrid::{HybridOptions, HybridStore, Recovery};
+pub use hybrid::{HybridOptions, HybridStore};
 #[cfg(feature = "test-support")]
 pub use measure::TableCounts;
 pub use open::{Access, DeleteError, Location, OpenError, Store};
 pub use queries::{ThoughtRow, ToolCallRow};
+pub use recover::Recovery;
 #[cfg(all(feature = "postgres", feature = "test-support"))]
 pub use scratch::ScratchDatabase;
 pub use sql_console::SqlRows;

@@ -284,6 +284,28 @@ impl SqlStore {
         self.retrying(|conn, cache| delete_execution_in_tx(conn, cache, execution))
     }
 
+    /// Like [`delete_checkpoint`](Self::delete_checkpoint), running `then` in the same
+    /// transaction.
+    pub(crate) fn delete_checkpoint_then<T>(
+        &self,
+        id: &CheckpointId,
+        then: impl Fn(&mut AnyConnection) -> Result<T>,
+    ) -> Result<(bool, T)> {
+        self.retrying(|conn, cache| Ok((delete_in_tx(conn, cache, id)?, then(conn)?)))
+    }
+
+    /// Like [`delete_execution_checkpoints`](Self::delete_execution_checkpoints), running
+    /// `then` in the same transaction.
+    pub(crate) fn delete_execution_then<T>(
+        &self,
+        execution: &ExecutionId,
+        then: impl Fn(&mut AnyConnection) -> Result<T>,
+    ) -> Result<(usize, T)> {
+        self.retrying(|conn, cache| {
+            Ok((delete_execution_in_tx(conn, cache, execution)?, then(conn)?))
+        })
+    }
+
     fn retrying<T>(
         &self,
         f: impl Fn(&mut AnyConnection, &mut LineCache) -> Result<T>,

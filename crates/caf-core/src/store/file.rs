@@ -1,8 +1,10 @@
 //! [`FileStore`]: one JSON file per checkpoint, `DIR/{id}.json`.
 
 use super::atomic::{
-    make_spare, stage, stage_into_spare, sync_dir, AtomicWriteOptions, Staged, SPARE_PREFIX,
+    make_spare_in, stage_in, stage_into_spare_in, sync_dir_in, AtomicWriteOptions, Placed, Staged,
+    SPARE_PREFIX,
 };
+use super::fs::{create_dir_durable, read_to_end, Fs, RealFs};
 use super::index::{mtime_ns, Entry, Index};
 use super::{CheckpointStore, CheckpointSummary, DamagedCheckpoint, ListFilter};
 use crate::clock::Timestamp;
@@ -10,8 +12,6 @@ use crate::error::{Error, Result};
 use crate::format::{decode, decode_known_shared, Checkpoint, Decoded, Encoder, Limits, LoadError};
 use crate::id::{check_id, CheckpointId, ExecutionId};
 use std::collections::{HashMap, HashSet};
-use std::fs::File;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime};
@@ -44,12 +44,16 @@ pub struct Problem {
 /// The store never writes outside its directory: ids are checked, files are replaced by rename
 /// (which replaces a symlink rather than following it), and a symlink or other non-regular file
 /// in the directory is never read.
-pub struct FileStore {
+///
+/// `F` is the file system the store goes through: the real one ([`RealFs`], zero-sized) unless a
+/// test gives its double (see [`Fs`]).
+pub struct FileStore<F: Fs = RealFs> {
+    fs: F,
     root: PathBuf,
     /// Where atomic writes stage their temporary files (`.caf/tmp`, when the index is on disk).
     temp_dir: Option<PathBuf>,
     options: FileStoreOptions,
-    index: Mutex<Index>,
+    index: Mutex<Index<F>>,
     encoder: Mutex<Encoder>,
     /// Empty files made beforehand for the next saves to write into ([`FileStore::make_spares`]).
     spares: Mutex<Vec<(PathBuf, std::time::Instant)>>,
@@ -57,7 +61,7 @@ pub struct FileStore {
     damaged: Vec<DamagedCheckpoint>,
 }
 
-impl std::fmt::Debug for FileStore {
+impl<F: Fs> std::fmt::Debug for FileStore<F> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("FileStore")
             .field("root", &self.root)
@@ -79,7 +83,17 @@ pub fn read_known_checkpoint_file(
     limits: &Limits,
     known_integrity: Option<&str>,
 ) -> Result<Decoded> {
-    let bytes = Arc::new(read_regular_file(path, limits.max_bytes)?);
+    read_known_checkpoint_file_in(&RealFs, path, limits, known_integrity)
+}
+
+/// [`read_known_checkpoint_file`] through `fs`.
+fn read_known_checkpoint_file_in<F: Fs>(
+    fs: &F,
+    path: &Path,
+    limits: &Limits,
+    known_integrity: Option<&str>,
+) -> Result<Decoded> {
+    let bytes = Arc::new(read_regular_file_in(fs, path, limits.max_bytes)?);
     match known_integrity {
         Some(known) => decode_known_shared(&bytes, limits, known),
         None => decode(&bytes, limits),
@@ -92,6 +106,11 @@ pub fn read_known_checkpoint_file(
 
 /// Reads a whole regular file of at most `max_bytes`, refusing symlinks and special files.
 pub fn read_regular_file(path: &Path, max_bytes: u64) -> Result<Vec<u8>> {
+    read_regular_file_in(&RealFs, path, max_bytes)
+}
+
+/// [`read_regular_file`] through `fs`.
+pub(crate) fn read_regular_file_in<F: Fs>(fs: &F, path: &Path, max_bytes: u64) -> Result<Vec<u8>> {
     let meta = std::fs::symlink_metadata(path).map_err(|e| Error::io(path, e))?;
     let ft = meta.file_type();
     if !ft.is_file() {
@@ -117,7 +136,7 @@ pub fn read_regular_file(path: &Path, max_bytes: u64) -> Result<Vec<u8>> {
     if meta.len() > max_bytes {
         return Err(too_large(meta.len()));
     }
-    let file = File::open(path).map_err(|e| Error::io(path, e))?;
+    let file = fs.open_read(path).map_err(|e| Error::io(path, e))?;
     let opened = file.metadata().map_err(|e| Error::io(path, e))?;
     if !same_file(&meta, &opened) {
         // Swapped between the check and the open.
@@ -127,8 +146,7 @@ pub fn read_regular_file(path: &Path, max_bytes: u64) -> Result<Vec<u8>> {
         });
     }
     let mut bytes = Vec::with_capacity(usize::try_from(opened.len()).unwrap_or(0));
-    file.take(max_bytes.saturating_add(1))
-        .read_to_end(&mut bytes)
+    read_to_end(fs, &file, path, &mut bytes, max_bytes.saturating_add(1))
         .map_err(|e| Error::io(path, e))?;
     if bytes.len() as u64 > max_bytes {
         return Err(too_large(bytes.len() as u64));
@@ -185,24 +203,37 @@ impl FileStore {
 
     /// Opens (creating if needed) the store in `root`.
     pub fn open_with(root: impl Into<PathBuf>, options: FileStoreOptions) -> Result<Self> {
+        Self::open_with_fs(RealFs, root, options)
+    }
+}
+
+impl<F: Fs> FileStore<F> {
+    /// Opens (creating if needed) the store in `root`, going through `fs`: the real file system
+    /// ([`FileStore::open_with`]), or a test double.
+    pub fn open_with_fs(
+        fs: F,
+        root: impl Into<PathBuf>,
+        options: FileStoreOptions,
+    ) -> Result<Self> {
         let root = root.into();
         if !options.no_create {
-            std::fs::create_dir_all(&root).map_err(|e| Error::io(&root, e))?;
+            create_dir_durable(&fs, &root).map_err(|e| Error::io(&root, e))?;
         }
         let meta_dir = root.join(".caf");
         refuse_linked_internals(&meta_dir)?;
         let mut index = if options.no_create && !meta_dir.is_dir() {
-            Index::in_memory(&meta_dir)
+            Index::in_memory(fs.clone(), &meta_dir)
         } else {
-            Index::open(&meta_dir)
+            Index::open(fs.clone(), &meta_dir)
         };
-        let found = reconcile(&root, &mut index, &options.limits, false)?;
+        let found = reconcile(&fs, &root, &mut index, &options.limits, false)?;
         if found.changed || index.wants_compaction() {
             // Best effort: a read-only directory still gets a correct in-memory index.
             let _ = index.compact();
         }
-        clean_stale_temp_files(&meta_dir.join("tmp"));
+        clean_stale_temp_files(&fs, &meta_dir.join("tmp"));
         Ok(Self {
+            fs,
             root,
             temp_dir: index.temp_dir(),
             options,
@@ -212,6 +243,11 @@ impl FileStore {
             problems: found.problems,
             damaged: found.damaged,
         })
+    }
+
+    /// The file system the store goes through.
+    pub fn fs(&self) -> &F {
+        &self.fs
     }
 
     /// The store's directory.
@@ -244,7 +280,7 @@ impl FileStore {
     /// [`decode_known`](crate::format::decode_known)).
     fn load_known(&self, id: &CheckpointId, known: Option<&str>) -> Result<Decoded> {
         let path = self.path_of(id);
-        match read_known_checkpoint_file(&path, &self.options.limits, known) {
+        match read_known_checkpoint_file_in(&self.fs, &path, &self.options.limits, known) {
             Ok(d) => check_name(&path, id, d),
             Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
                 Err(Error::not_found(id))
@@ -281,12 +317,12 @@ impl FileStore {
     /// found when the store was opened.
     pub fn rebuild_index(&self) -> Result<Vec<Problem>> {
         let mut index = self.index();
-        let found = reconcile(&self.root, &mut index, &self.options.limits, true)?;
+        let found = reconcile(&self.fs, &self.root, &mut index, &self.options.limits, true)?;
         index.compact()?;
         Ok(found.problems)
     }
 
-    fn index(&self) -> MutexGuard<'_, Index> {
+    fn index(&self) -> MutexGuard<'_, Index<F>> {
         self.index.lock().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -300,13 +336,14 @@ impl FileStore {
     /// Writes the file of `checkpoint` (encoded as `bytes`) beside its place without putting it
     /// there: [`FileStore::publish`] does, after the caller recorded the save elsewhere (a
     /// database commit). Until then no reader sees it; dropped, it leaves nothing behind.
-    pub fn stage_encoded(&self, checkpoint: &Checkpoint, bytes: &[u8]) -> Result<StagedFile> {
+    pub fn stage_encoded(&self, checkpoint: &Checkpoint, bytes: &[u8]) -> Result<StagedFile<F>> {
         let path = self.path_of(&checkpoint.id);
         let spare = self.take_spare();
-        let staged = match spare.and_then(|s| stage_into_spare(s, &path, bytes, self.options.write))
+        let write = self.options.write;
+        let staged = match spare.and_then(|s| stage_into_spare_in(&self.fs, s, &path, bytes, write))
         {
             Some(staged) => staged?,
-            None => stage(&path, self.temp_dir.as_deref(), bytes, self.options.write)?,
+            None => stage_in(&self.fs, &path, self.temp_dir.as_deref(), bytes, write)?,
         };
         Ok(StagedFile {
             staged,
@@ -327,7 +364,7 @@ impl FileStore {
             if ready >= count {
                 return Ok(());
             }
-            let spare = make_spare(dir)?;
+            let spare = make_spare_in(&self.fs, dir)?;
             self.spares
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
@@ -343,20 +380,45 @@ impl FileStore {
             if made.elapsed() < Duration::from_secs(30 * 60) {
                 return Some(path);
             }
-            let _ = std::fs::remove_file(path);
+            let _ = self.fs.remove_file(&path);
         }
         None
     }
 
     /// Puts a staged file in place (atomically) and indexes it.
-    pub fn publish(&self, file: StagedFile) -> Result<CheckpointSummary> {
-        let meta = file.staged.publish()?;
-        self.index().put(Entry {
+    pub fn publish(&self, file: StagedFile<F>) -> Result<CheckpointSummary> {
+        self.try_publish(file).map_err(|u| u.error)
+    }
+
+    /// [`FileStore::publish`], whose error also says whether the file is in place (what failed
+    /// came after the rename: flushing the directory, or appending to the index). A file in
+    /// place is indexed in any case, so that this store lists what its directory holds.
+    pub fn try_publish(
+        &self,
+        file: StagedFile<F>,
+    ) -> std::result::Result<CheckpointSummary, Unpublished> {
+        let (meta, flushed) = match file.staged.put_in_place() {
+            Placed::Flushed(meta) => (meta, Ok(())),
+            Placed::Unflushed(meta, e) => (meta, Err(e)),
+            Placed::Not(error) => {
+                return Err(Unpublished {
+                    in_place: false,
+                    error,
+                })
+            }
+        };
+        let indexed = self.index().put(Entry {
             summary: file.summary.clone(),
             mtime_ns: mtime_ns(&meta),
             integrity: file.integrity,
-        })?;
-        Ok(file.summary)
+        });
+        match flushed.and(indexed) {
+            Ok(()) => Ok(file.summary),
+            Err(error) => Err(Unpublished {
+                in_place: true,
+                error,
+            }),
+        }
     }
 
     /// Encodes `checkpoint` as [`crate::format::encode`] does, splicing in the text of the thoughts and tool
@@ -383,10 +445,19 @@ impl FileStore {
 
 /// A checkpoint file written but not yet in place (see [`FileStore::stage_encoded`]).
 #[derive(Debug)]
-pub struct StagedFile {
-    staged: Staged,
+pub struct StagedFile<F: Fs = RealFs> {
+    staged: Staged<F>,
     summary: CheckpointSummary,
     integrity: Option<String>,
+}
+
+/// Why [`FileStore::try_publish`] failed, and whether the file is in place all the same.
+#[derive(Debug)]
+pub struct Unpublished {
+    /// The file replaced its target (what failed came after); `false`: the target is unchanged.
+    pub in_place: bool,
+    /// What failed.
+    pub error: Error,
 }
 
 /// The integrity checksum an encoded checkpoint states on its `integrity` line, read without
@@ -475,12 +546,13 @@ type Unindexable = (Error, Option<Vec<u8>>);
 
 /// Reads the file of `id` for the index: the checkpoint and the checksum it states (when it is in
 /// the current format).
-fn read_for_index(
+fn read_for_index<F: Fs>(
+    fs: &F,
     path: &Path,
     id: &CheckpointId,
     limits: &Limits,
 ) -> std::result::Result<(Checkpoint, Option<String>), Unindexable> {
-    let bytes = read_regular_file(path, limits.max_bytes).map_err(|e| (e, None))?;
+    let bytes = read_regular_file_in(fs, path, limits.max_bytes).map_err(|e| (e, None))?;
     let decoded = match decode(&bytes, limits) {
         Ok(d) => d,
         Err(error) => {
@@ -513,7 +585,13 @@ struct Reconciled {
 /// Brings the index in line with the directory; returns the files that could not be indexed.
 /// With `force`, every file is read again, even those the index records with the same size and
 /// modification time.
-fn reconcile(root: &Path, index: &mut Index, limits: &Limits, force: bool) -> Result<Reconciled> {
+fn reconcile<F: Fs>(
+    fs: &F,
+    root: &Path,
+    index: &mut Index<F>,
+    limits: &Limits,
+    force: bool,
+) -> Result<Reconciled> {
     let mut problems = Vec::new();
     let mut damaged = Vec::new();
     let mut seen = HashSet::new();
@@ -548,7 +626,7 @@ fn reconcile(root: &Path, index: &mut Index, limits: &Limits, force: bool) -> Re
             continue;
         }
         let previous = index.entries.remove(&id);
-        match read_for_index(&path, &id, limits) {
+        match read_for_index(fs, &path, &id, limits) {
             Ok((c, integrity)) => {
                 let fresh_entry = Entry {
                     summary: CheckpointSummary::of(&c, meta.len()),
@@ -606,7 +684,7 @@ fn check_name(path: &Path, id: &CheckpointId, d: Decoded) -> Result<Decoded> {
 }
 
 /// Removes temporary files left by writers that were killed (older than a minute).
-fn clean_stale_temp_files(tmp: &Path) {
+fn clean_stale_temp_files<F: Fs>(fs: &F, tmp: &Path) {
     let Ok(dir) = std::fs::read_dir(tmp) else {
         return;
     };
@@ -623,21 +701,21 @@ fn clean_stale_temp_files(tmp: &Path) {
             .and_then(|m| m.modified())
             .is_ok_and(|t| t < cutoff);
         if old {
-            let _ = std::fs::remove_file(entry.path());
+            let _ = fs.remove_file(&entry.path());
         }
     }
 }
 
-impl Drop for FileStore {
+impl<F: Fs> Drop for FileStore<F> {
     fn drop(&mut self) {
         let spares = self.spares.get_mut().unwrap_or_else(|p| p.into_inner());
         for (path, _) in spares.drain(..) {
-            let _ = std::fs::remove_file(path);
+            let _ = self.fs.remove_file(&path);
         }
     }
 }
 
-impl CheckpointStore for FileStore {
+impl<F: Fs> CheckpointStore for FileStore<F> {
     fn save(&self, checkpoint: &Checkpoint) -> Result<CheckpointSummary> {
         let bytes = self.encode(checkpoint)?;
         self.save_encoded(checkpoint, &bytes)
@@ -716,13 +794,13 @@ impl CheckpointStore for FileStore {
 
     fn delete(&self, id: &CheckpointId) -> Result<bool> {
         let path = self.path_of(id);
-        let existed = match std::fs::remove_file(&path) {
+        let existed = match self.fs.remove_file(&path) {
             Ok(()) => true,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
             Err(e) => return Err(Error::io(&path, e)),
         };
         if existed && self.options.write.durable {
-            sync_dir(&self.root)?;
+            sync_dir_in(&self.fs, &self.root)?;
         }
         let mut index = self.index();
         let indexed = index.entries.contains_key(id);
@@ -744,7 +822,7 @@ impl CheckpointStore for FileStore {
         let mut removed = Vec::new();
         for id in &ids {
             let path = self.path_of(id);
-            match std::fs::remove_file(&path) {
+            match self.fs.remove_file(&path) {
                 Ok(()) => removed.push(id.clone()),
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
                 Err(e) => {
@@ -754,7 +832,7 @@ impl CheckpointStore for FileStore {
             }
         }
         if !removed.is_empty() && self.options.write.durable {
-            sync_dir(&self.root)?;
+            sync_dir_in(&self.fs, &self.root)?;
         }
         index.delete(&ids)?;
         Ok(removed.len())

@@ -8,20 +8,26 @@
 mod atomic;
 mod background;
 pub(crate) mod file;
+mod fs;
 mod index;
 mod memory;
+#[cfg(any(test, feature = "test-support"))]
+mod test_fs;
 
 pub use atomic::{
-    make_spare, stage, stage_into_spare, sync_dir, write_atomic, AtomicWriteOptions, Staged,
-    SPARE_PREFIX,
+    make_spare, stage, stage_into_spare, sync_dir, sync_file_system, write_atomic, write_atomic_in,
+    AtomicWriteOptions, Staged, SPARE_PREFIX,
 };
 pub use background::{AsyncStore, SaveMode};
 pub use file::{
     read_checkpoint_file, read_known_checkpoint_file, read_regular_file, refuse_linked_internals,
-    stated_integrity, FileStore, FileStoreOptions, Problem, StagedFile, INTERNALS,
+    stated_integrity, FileStore, FileStoreOptions, Problem, StagedFile, Unpublished, INTERNALS,
 };
+pub use fs::{Fs, RealFs};
 pub use index::{read_index, Entry as IndexEntry, IndexSnapshot};
 pub use memory::MemoryStore;
+#[cfg(any(test, feature = "test-support"))]
+pub use test_fs::{Fault, Fired, Hook, Op, OpKind, Pause, Record, TestFs};
 
 use crate::clock::Timestamp;
 use crate::error::{Error, Result};
