@@ -17,7 +17,8 @@ const FRAME: u64 = 24 + 4096;
 /// The usual save of the agent-run workload (a child of the tip the store wrote last: one
 /// thought, one completed tool call, three variables and a tool result) writes at most 23.5
 /// pages on average, measured over 20 saves after the 40th: 22.75 with the schema of
-/// `…_fewer_pages`; 24.7 before it (`entries` keyed by position, and `checkpoints_parent`).
+/// `…_fewer_pages`; 24.7 before it (`entries` keyed by position, `checkpoints_parent`; the
+/// listing indexes in descending order cost pages only once the database is larger).
 #[test]
 fn a_usual_save_writes_few_pages() {
     let dir = tempfile::tempdir().unwrap();

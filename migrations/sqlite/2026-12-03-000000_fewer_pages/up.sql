@@ -15,6 +15,10 @@
 --   save then wrote more pages, not fewer.)
 -- - `checkpoints_parent` goes: no query of caf filters on `parent_id` (lineage walks from a
 --   checkpoint to its parent by `id`, the key).
+-- - The listing indexes of `checkpoints` go from (…, timestamp DESC, id DESC) to ascending
+--   order: a new checkpoint, the newest, then lands at the end of its range (appended: a full
+--   page is left full and a new one started) instead of at its start (where pages split in
+--   halves). Listings newest first read the same index backwards, with no sort.
 
 ALTER TABLE entries RENAME TO entries_before;
 CREATE TABLE entries (
@@ -62,3 +66,12 @@ SELECT writer, n, store_id, boot_id, checkpoint_id FROM unflushed_files_before;
 DROP TABLE unflushed_files_before;
 
 DROP INDEX checkpoints_parent;
+
+DROP INDEX checkpoints_execution_time;
+CREATE INDEX checkpoints_execution_time ON checkpoints (execution_id, timestamp, id);
+DROP INDEX checkpoints_time;
+CREATE INDEX checkpoints_time ON checkpoints (timestamp, id);
+DROP INDEX checkpoints_agent;
+CREATE INDEX checkpoints_agent ON checkpoints (agent_id, timestamp, id);
+DROP INDEX checkpoints_reason;
+CREATE INDEX checkpoints_reason ON checkpoints (reason, timestamp, id);
