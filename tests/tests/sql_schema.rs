@@ -555,6 +555,12 @@ fn a_database_of_the_previous_schema_migrates_keeping_every_row() {
         )
     };
     assert!(before.1.len() > 20, "{}", before.1.len());
+    for (table, rows) in &before.0 {
+        assert!(
+            !rows.is_empty(),
+            "no rows in {table}: the test would prove nothing there"
+        );
+    }
     let migrations = sqlite_migrations();
     let (_, _, down) = migrations
         .iter()
