@@ -350,3 +350,265 @@ fn an_older_database_gets_the_views_when_opened() {
     drop(store);
     drop(db);
 }
+
+/// The folder of the SQLite migration that rekeyed `entries` and made `checkpoint_labels` and
+/// `unflushed_files` WITHOUT ROWID.
+const FEWER_PAGES: &str = "2026-12-03-000000_fewer_pages";
+
+/// The SQLite migrations, oldest first: (folder name, up.sql, down.sql).
+fn sqlite_migrations() -> Vec<(String, String, String)> {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../migrations/sqlite");
+    let mut out: Vec<(String, String, String)> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| {
+            let path = e.unwrap().path();
+            let read = |f: &str| std::fs::read_to_string(path.join(f)).unwrap();
+            let name = path.file_name().unwrap().to_str().unwrap().to_string();
+            (name, read("up.sql"), read("down.sql"))
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// Every object of a SQLite file but diesel's table: (type, name, table, SQL), by name.
+fn sqlite_objects(c: &mut diesel::SqliteConnection) -> Vec<(String, String, String, String)> {
+    use diesel::prelude::*;
+    use diesel::sql_types::Text;
+    #[derive(QueryableByName)]
+    struct Object {
+        #[diesel(sql_type = Text)]
+        kind: String,
+        #[diesel(sql_type = Text)]
+        name: String,
+        #[diesel(sql_type = Text)]
+        tbl: String,
+        #[diesel(sql_type = Text)]
+        text: String,
+    }
+    diesel::sql_query(
+        "SELECT type AS kind, name, tbl_name AS tbl, COALESCE(sql, '') AS text \
+         FROM sqlite_schema WHERE tbl_name <> '__diesel_schema_migrations' ORDER BY name",
+    )
+    .load::<Object>(c)
+    .unwrap()
+    .into_iter()
+    .map(|o| (o.kind, o.name, o.tbl, o.text))
+    .collect()
+}
+
+/// Every row of every table, in key order, as `read_only_sql` reads them.
+fn every_row(store: &caf_sql::SqlStore) -> BTreeMap<&'static str, Vec<Vec<serde_json::Value>>> {
+    [
+        ("executions", "id"),
+        ("lines", "id"),
+        ("checkpoints", "id"),
+        ("checkpoint_labels", "checkpoint_id, label"),
+        ("thoughts", "line_id, position, from_seq"),
+        ("tool_calls", "line_id, position, from_seq"),
+        ("steps", "line_id, position, from_seq"),
+        ("entries", "line_id, part, position, from_seq"),
+        ("pruned", "id"),
+        ("unflushed_files", "writer, n"),
+    ]
+    .into_iter()
+    .map(|(table, key)| {
+        let q = format!("SELECT * FROM {table} ORDER BY {key}");
+        let rows = store
+            .read_only_sql(&q)
+            .unwrap_or_else(|e| panic!("{q}: {e}"));
+        (table, rows.rows)
+    })
+    .collect()
+}
+
+/// The indexes, keys and WITHOUT ROWID tables are deliberate: a save writes about one page per
+/// b-tree it changes (`docs/sql.md`, "How a save writes"; `sql_pages.rs`). Both backends have
+/// the same named indexes; on SQLite the labels and the unflushed files keep their rows in their
+/// key's b-tree (no `sqlite_autoindex_…`), and the key of `entries` puts the rows of one save
+/// together.
+#[test]
+fn the_indexes_are_those_the_queries_need() {
+    let named = [
+        "checkpoint_labels_label",
+        "checkpoints_agent",
+        "checkpoints_execution_time",
+        "checkpoints_reason",
+        "checkpoints_time",
+        "entries_current",
+        "executions_agent",
+        "executions_status",
+        "lines_execution",
+        "steps_current",
+        "thoughts_current",
+        "thoughts_execution",
+        "tool_calls_current",
+        "tool_calls_execution",
+        "tool_calls_tool",
+    ];
+    on_each_backend("the_indexes_are_those_the_queries_need", |db| {
+        let sqlite = db.backend() == caf_sql::Backend::Sqlite;
+        let q = if sqlite {
+            "SELECT name FROM sqlite_master WHERE type = 'index' ORDER BY name"
+        } else {
+            "SELECT indexname::text FROM pg_indexes WHERE schemaname = current_schema() \
+             AND indexname NOT LIKE '%_pkey' ORDER BY indexname"
+        };
+        let mut want: Vec<String> = named.iter().map(|s| s.to_string()).collect();
+        if sqlite {
+            // The keys of the rowid tables whose key is not their rowid, and UNIQUE (line_id,
+            // seq) of `checkpoints`.
+            want.extend(
+                [
+                    "sqlite_autoindex___diesel_schema_migrations_1",
+                    "sqlite_autoindex_checkpoints_1",
+                    "sqlite_autoindex_checkpoints_2",
+                    "sqlite_autoindex_entries_1",
+                    "sqlite_autoindex_executions_1",
+                    "sqlite_autoindex_pruned_1",
+                    "sqlite_autoindex_steps_1",
+                    "sqlite_autoindex_thoughts_1",
+                    "sqlite_autoindex_tool_calls_1",
+                ]
+                .map(String::from),
+            );
+        } else {
+            want.push("checkpoints_line_id_seq_key".into());
+        }
+        want.sort();
+        let got: Vec<String> = sql(db, q)
+            .rows
+            .into_iter()
+            .map(|r| r[0].as_str().unwrap().to_string())
+            .collect();
+        assert_eq!(got, want, "on {}", db.backend());
+        let key = if sqlite {
+            "SELECT name FROM pragma_index_info('sqlite_autoindex_entries_1') ORDER BY seqno"
+        } else {
+            "SELECT a.attname::text FROM pg_index i \
+             CROSS JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k (attnum, n) \
+             JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum \
+             WHERE i.indexrelid = 'entries_pkey'::regclass ORDER BY k.n"
+        };
+        let key: Vec<serde_json::Value> = sql(db, key)
+            .rows
+            .into_iter()
+            .map(|r| r[0].clone())
+            .collect();
+        assert_eq!(
+            key,
+            ["line_id", "from_seq", "part", "position"].map(|s| json!(s))
+        );
+        if sqlite {
+            let without_rowid: Vec<serde_json::Value> = sql(
+                db,
+                "SELECT name FROM pragma_table_list WHERE schema = 'main' AND wr ORDER BY name",
+            )
+            .rows
+            .into_iter()
+            .map(|r| r[0].clone())
+            .collect();
+            assert_eq!(
+                without_rowid,
+                ["checkpoint_labels", "unflushed_files"].map(|s| json!(s))
+            );
+        }
+    });
+}
+
+/// A SQLite database of the schema before `…_fewer_pages`, with rows in it (a forked demo run
+/// with labels, a failure and a resume; agent runs; a deleted checkpoint; a tombstone; an
+/// unflushed file), migrates when caf opens it: every row is kept as it was, every checkpoint
+/// loads back equal, listings and statistics are the same, and saving goes on. The old
+/// schema is made by the migration's `down.sql`, checked equal to what the older migrations
+/// create in an empty file, so `down.sql` is tested too.
+#[test]
+fn a_database_of_the_previous_schema_migrates_keeping_every_row() {
+    use diesel::connection::SimpleConnection;
+    use diesel::Connection;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("caf.db");
+    let url = format!("sqlite://{}", path.display());
+    let mut saved = demo_run(7, 6);
+    saved.extend(agent_run(2, 12));
+    let (first, rest) = saved.split_at(saved.len() - 6);
+    let deleted = first[3].id.clone();
+    let before = {
+        let store = caf_sql::SqlStore::open(&url).unwrap();
+        for c in first {
+            store.save(c).unwrap();
+        }
+        assert!(store.delete(&deleted).unwrap());
+        diesel::SqliteConnection::establish(&path.display().to_string())
+            .unwrap()
+            .batch_execute(
+                "INSERT INTO pruned (id, parent_id, execution_id, timestamp, pruned_at) \
+                 VALUES ('ckpt_gone', NULL, 'exec_run_000', 1, 2); \
+                 INSERT INTO unflushed_files (writer, n, store_id, boot_id, checkpoint_id) \
+                 VALUES (7, 1, 'store', 'boot', 'ckpt_gone')",
+            )
+            .unwrap();
+        (
+            every_row(&store),
+            store.list_checkpoints(&Default::default()).unwrap(),
+            store.stats(None).unwrap(),
+        )
+    };
+    assert!(before.1.len() > 20, "{}", before.1.len());
+    for (table, rows) in &before.0 {
+        assert!(
+            !rows.is_empty(),
+            "no rows in {table}: the test would prove nothing there"
+        );
+    }
+    let migrations = sqlite_migrations();
+    let (_, _, down) = migrations
+        .iter()
+        .find(|(name, _, _)| name == FEWER_PAGES)
+        .unwrap();
+    let version: String = FEWER_PAGES.split('_').next().unwrap().replace('-', "");
+    let mut c = diesel::SqliteConnection::establish(&path.display().to_string()).unwrap();
+    c.batch_execute(&format!(
+        "PRAGMA foreign_keys = ON; BEGIN IMMEDIATE; {down} \
+         DELETE FROM __diesel_schema_migrations WHERE version = '{version}'; COMMIT;"
+    ))
+    .unwrap();
+    let old_dir = tempfile::tempdir().unwrap();
+    let mut old =
+        diesel::SqliteConnection::establish(&old_dir.path().join("old.db").display().to_string())
+            .unwrap();
+    for (name, up, _) in migrations
+        .iter()
+        .take_while(|(name, _, _)| name != FEWER_PAGES)
+    {
+        old.batch_execute(up)
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+    }
+    let old_schema = sqlite_objects(&mut old);
+    assert!(old_schema.iter().any(|o| o.1 == "checkpoints_parent"));
+    assert_eq!(sqlite_objects(&mut c), old_schema);
+    drop(c);
+
+    let store = caf_sql::SqlStore::open(&url).unwrap();
+    let after = (
+        every_row(&store),
+        store.list_checkpoints(&Default::default()).unwrap(),
+        store.stats(None).unwrap(),
+    );
+    assert_eq!(after.0, before.0);
+    assert_eq!(after.1, before.1);
+    assert_eq!(after.2, before.2);
+    for c in first.iter().filter(|c| c.id != deleted) {
+        assert_eq!(&store.load(&c.id).unwrap(), c, "{}", c.id);
+    }
+    for c in rest {
+        store.save(c).unwrap();
+        assert_eq!(&store.load(&c.id).unwrap(), c, "{}", c.id);
+    }
+    let rows = sql_rows(&store, "SELECT COUNT(*) FROM checkpoints");
+    assert_eq!(rows, json!(before.1.len() + rest.len()));
+}
+
+fn sql_rows(store: &caf_sql::SqlStore, q: &str) -> serde_json::Value {
+    store.read_only_sql(q).unwrap().rows[0][0].clone()
+}

@@ -122,8 +122,9 @@ diesel::table! {
 }
 
 diesel::table! {
-    /// Revisions of the entries of the snapshot's lists and maps, per line, part and position.
-    entries (line_id, part, position, from_seq) {
+    /// Revisions of the entries of the snapshot's lists and maps, per line, part and position
+    /// (keyed by line, then the seq that wrote them: the rows of one save are together).
+    entries (line_id, from_seq, part, position) {
         line_id -> BigInt,
         part -> Text,
         position -> BigInt,

@@ -1,0 +1,11 @@
+ALTER TABLE entries DROP CONSTRAINT entries_pkey;
+ALTER TABLE entries ADD CONSTRAINT entries_pkey PRIMARY KEY (line_id, part, position, from_seq);
+CREATE INDEX checkpoints_parent ON checkpoints (parent_id);
+DROP INDEX checkpoints_execution_time;
+CREATE INDEX checkpoints_execution_time ON checkpoints (execution_id, timestamp DESC, id DESC);
+DROP INDEX checkpoints_time;
+CREATE INDEX checkpoints_time ON checkpoints (timestamp DESC, id DESC);
+DROP INDEX checkpoints_agent;
+CREATE INDEX checkpoints_agent ON checkpoints (agent_id, timestamp DESC, id DESC);
+DROP INDEX checkpoints_reason;
+CREATE INDEX checkpoints_reason ON checkpoints (reason, timestamp DESC, id DESC);
