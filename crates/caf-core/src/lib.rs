@@ -43,6 +43,7 @@ pub mod format;
 pub mod id;
 pub mod manager;
 pub mod prune;
+pub mod redact;
 pub mod retention;
 pub mod runtime;
 pub mod save;
@@ -62,6 +63,7 @@ pub use format::{
 };
 pub use id::{CheckpointId, ExecutionId, IdError};
 pub use manager::{CheckpointManager, CheckpointOptions, Chosen, ForkOptions, Restored};
+pub use redact::{RedactionRules, Redactor};
 pub use retention::{plan, Condemned, Kept, PrunePlan, RetentionPolicy, Tier};
 pub use runtime::{Event, RuntimeState};
 pub use status::ExecutionStatus;

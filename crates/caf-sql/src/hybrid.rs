@@ -11,6 +11,7 @@ use caf_core::{
     CheckpointId, CheckpointStore, CheckpointSummary, DamagedCheckpoint, Error, ExecutionId,
     FileStore, ListFilter, LoadSource, Result,
 };
+use std::borrow::Cow;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -265,13 +266,10 @@ fn recover(
     Ok(out)
 }
 
-impl CheckpointStore for HybridStore {
-    fn save(&self, checkpoint: &Checkpoint) -> Result<CheckpointSummary> {
-        let bytes = self.files.encode(checkpoint)?;
-        self.save_encoded(checkpoint, &bytes)
-    }
-
-    fn save_encoded(&self, checkpoint: &Checkpoint, bytes: &[u8]) -> Result<CheckpointSummary> {
+impl HybridStore {
+    /// Saves a checkpoint already redacted by the file store's redactor, encoded as `bytes`:
+    /// stages its file, commits its rows, then puts the file in place.
+    fn save_redacted(&self, checkpoint: &Checkpoint, bytes: &[u8]) -> Result<CheckpointSummary> {
         let id = &checkpoint.id;
         let enc = Encoded::from_bytes(bytes).ok_or_else(|| Error::Encode {
             id: id.to_string(),
@@ -307,6 +305,26 @@ impl CheckpointStore for HybridStore {
                     let _ = self.sql.delete_checkpoint(id);
                 }
                 Err(e)
+            }
+        }
+    }
+}
+
+impl CheckpointStore for HybridStore {
+    fn save(&self, checkpoint: &Checkpoint) -> Result<CheckpointSummary> {
+        let redacted = self.files.redactor().redact(checkpoint);
+        let bytes = self.files.encode(&redacted.checkpoint)?;
+        self.save_redacted(&redacted.checkpoint, &bytes)
+    }
+
+    /// Redacts the checkpoint with the file store's rules (encoding it again if that changed
+    /// it), so that file and database hold the same redacted copy.
+    fn save_encoded(&self, checkpoint: &Checkpoint, bytes: &[u8]) -> Result<CheckpointSummary> {
+        match self.files.redactor().redact(checkpoint).checkpoint {
+            Cow::Borrowed(_) => self.save_redacted(checkpoint, bytes),
+            Cow::Owned(redacted) => {
+                let bytes = self.files.encode(&redacted)?;
+                self.save_redacted(&redacted, &bytes)
             }
         }
     }

@@ -8,6 +8,7 @@ use crate::delete::{delete_execution_in_tx, delete_in_tx};
 use crate::error::{Result, SqlError};
 use crate::list::list_in;
 use caf_core::format::Checkpoint;
+use caf_core::redact::{RedactionRules, Redactor};
 use caf_core::{CheckpointId, CheckpointStore, CheckpointSummary, ExecutionId, ListFilter};
 use std::sync::{Mutex, MutexGuard};
 
@@ -41,6 +42,8 @@ pub struct SqlStore {
     options: SqlOptions,
     inner: Mutex<Inner>,
     read_only: Mutex<Option<AnyConnection>>,
+    /// Replaces secrets before a save writes anything (see [`caf_core::redact`]).
+    redactor: Redactor,
 }
 
 impl std::fmt::Debug for SqlStore {
@@ -74,7 +77,16 @@ impl SqlStore {
                 cache: LineCache::default(),
             }),
             read_only: Mutex::new(None),
+            redactor: Redactor::default(),
         })
+    }
+
+    /// Replaces the store's redaction rules (default: every built-in rule). They apply to
+    /// [`save_checkpoint`](Self::save_checkpoint) (and so [`CheckpointStore::save`]); copying
+    /// files into the database ([`sync_encoded`](Self::sync_encoded), `sync_from`,
+    /// `reindex_from`) keeps what the files hold.
+    pub fn set_redaction(&mut self, rules: RedactionRules) {
+        self.redactor = Redactor::new(rules);
     }
 
     /// Which backend this store uses.
@@ -113,12 +125,14 @@ impl SqlStore {
         conn.in_tx(mode, |conn| f(conn, cache))
     }
 
-    /// Saves a checkpoint: checks and encodes it (to know its checksum and size), then
-    /// [`sync_encoded`](Self::sync_encoded).
+    /// Saves a checkpoint: redacts its secrets, checks and encodes it (to know its checksum and
+    /// size), then [`sync_encoded`](Self::sync_encoded).
     pub fn save_checkpoint(
         &self,
         checkpoint: &Checkpoint,
     ) -> Result<(CheckpointSummary, SyncOutcome)> {
+        let redacted = self.redactor.redact(checkpoint);
+        let checkpoint = &*redacted.checkpoint;
         let bytes =
             caf_core::format::encode(checkpoint).map_err(|error| caf_core::Error::Encode {
                 id: checkpoint.id.to_string(),

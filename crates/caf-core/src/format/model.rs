@@ -92,6 +92,10 @@ pub struct Metadata {
     /// A human name, e.g. `before-refactor`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
+    /// How many values were replaced by `[REDACTED:kind]` markers when the checkpoint was
+    /// saved (see [`crate::redact`]); 0, not written, when none was.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub redactions: u64,
     /// The step the agent had reached (a copy of `snapshot.progress.step_number`).
     pub step_number: u64,
     /// Tokens used by the execution so far (cumulative).
@@ -597,6 +601,7 @@ impl Metadata {
             extensions: JsonObject::new(),
             labels: Vec::new(),
             name: None,
+            redactions: 0,
             step_number: 0,
             tokens_used: 0,
         }

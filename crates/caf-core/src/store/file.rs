@@ -9,6 +9,8 @@ use crate::clock::Timestamp;
 use crate::error::{Error, Result};
 use crate::format::{decode, decode_known_shared, Checkpoint, Decoded, Encoder, Limits, LoadError};
 use crate::id::{check_id, CheckpointId, ExecutionId};
+use crate::redact::{RedactionRules, Redactor};
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::io::Read;
@@ -51,6 +53,8 @@ pub struct FileStore {
     options: FileStoreOptions,
     index: Mutex<Index>,
     encoder: Mutex<Encoder>,
+    /// Replaces secrets before anything is written (see [`crate::redact`]).
+    redactor: Redactor,
     /// Empty files made beforehand for the next saves to write into ([`FileStore::make_spares`]).
     spares: Mutex<Vec<(PathBuf, std::time::Instant)>>,
     problems: Vec<Problem>,
@@ -207,6 +211,7 @@ impl FileStore {
             options,
             index: Mutex::new(index),
             encoder: Mutex::new(Encoder::default()),
+            redactor: Redactor::default(),
             spares: Mutex::new(Vec::new()),
             problems: found.problems,
             damaged: found.damaged,
@@ -299,7 +304,23 @@ impl FileStore {
     /// Writes the file of `checkpoint` (encoded as `bytes`) beside its place without putting it
     /// there: [`FileStore::publish`] does, after the caller recorded the save elsewhere (a
     /// database commit). Until then no reader sees it; dropped, it leaves nothing behind.
+    ///
+    /// Every write of the store goes through here, so this is where the store's redaction
+    /// happens: a checkpoint holding secrets is written as its redacted copy (encoded again;
+    /// `bytes` are then not used). A caller that writes the checkpoint elsewhere too (a
+    /// database) redacts it first with [`FileStore::redactor`], so that both copies agree.
     pub fn stage_encoded(&self, checkpoint: &Checkpoint, bytes: &[u8]) -> Result<StagedFile> {
+        match self.redactor.redact(checkpoint).checkpoint {
+            Cow::Borrowed(_) => self.stage_redacted(checkpoint, bytes),
+            Cow::Owned(redacted) => {
+                let bytes = self.encode(&redacted)?;
+                self.stage_redacted(&redacted, &bytes)
+            }
+        }
+    }
+
+    /// [`FileStore::stage_encoded`] of a checkpoint already redacted by this store's redactor.
+    fn stage_redacted(&self, checkpoint: &Checkpoint, bytes: &[u8]) -> Result<StagedFile> {
         let path = self.path_of(&checkpoint.id);
         let spare = self.take_spare();
         let staged = match spare.and_then(|s| stage_into_spare(s, &path, bytes, self.options.write))
@@ -366,6 +387,18 @@ impl FileStore {
             id: checkpoint.id.to_string(),
             error,
         })
+    }
+
+    /// Replaces the store's redaction rules (the default: [`RedactionRules::new`], every
+    /// built-in rule; [`RedactionRules::disabled`] turns redaction off).
+    pub fn set_redaction(&mut self, rules: RedactionRules) {
+        self.redactor = Redactor::new(rules);
+    }
+
+    /// The redactor every write goes through (for a store built on this one, such as a hybrid
+    /// store, that must write the same redacted checkpoint elsewhere too).
+    pub fn redactor(&self) -> &Redactor {
+        &self.redactor
     }
 
     /// The options the store was opened with (and its current write options).
@@ -638,8 +671,9 @@ impl Drop for FileStore {
 
 impl CheckpointStore for FileStore {
     fn save(&self, checkpoint: &Checkpoint) -> Result<CheckpointSummary> {
-        let bytes = self.encode(checkpoint)?;
-        self.save_encoded(checkpoint, &bytes)
+        let redacted = self.redactor.redact(checkpoint);
+        let bytes = self.encode(&redacted.checkpoint)?;
+        self.publish(self.stage_redacted(&redacted.checkpoint, &bytes)?)
     }
 
     fn save_encoded(&self, checkpoint: &Checkpoint, bytes: &[u8]) -> Result<CheckpointSummary> {
