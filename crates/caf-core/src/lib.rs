@@ -33,6 +33,7 @@
 //! assert_eq!(restored.remaining_steps, vec!["summarise".to_string()]);
 //! ```
 
+pub mod capture;
 pub mod clock;
 pub mod config;
 pub mod diff;

@@ -155,6 +155,15 @@ impl<S: CheckpointStore> CheckpointManager<S> {
         state: &mut RuntimeState,
         options: CheckpointOptions,
     ) -> Result<Checkpoint> {
+        let checkpoint = self.prepare(state, options);
+        self.commit(state, &checkpoint)?;
+        Ok(checkpoint)
+    }
+
+    /// The checkpoint [`checkpoint`](Self::checkpoint) would take of `state`, not saved: for a
+    /// caller that adds to it first (periodic capture writes a session summary into its last
+    /// one), then [`commit`](Self::commit)s it.
+    pub fn prepare(&self, state: &RuntimeState, options: CheckpointOptions) -> Checkpoint {
         let mut checkpoint = Checkpoint::new(
             (self.ids)(),
             state.execution_id().clone(),
@@ -171,9 +180,15 @@ impl<S: CheckpointStore> CheckpointManager<S> {
         md.description = options.description;
         md.labels = options.labels;
         checkpoint.snapshot = state.snapshot().clone();
-        self.store.save(&checkpoint)?;
-        state.mark_checkpointed(&checkpoint);
-        Ok(checkpoint)
+        checkpoint
+    }
+
+    /// Saves a checkpoint [`prepare`](Self::prepare)d from `state`, then marks the state
+    /// checkpointed: emits `CheckpointSaved` and clears the dirty set.
+    pub fn commit(&self, state: &mut RuntimeState, checkpoint: &Checkpoint) -> Result<()> {
+        self.store.save(checkpoint)?;
+        state.mark_checkpointed(checkpoint);
+        Ok(())
     }
 
     /// Takes a checkpoint only if the state changed since its last one (see
