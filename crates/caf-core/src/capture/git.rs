@@ -1,15 +1,17 @@
 //! The git probes: [`GitStatus`] (branch, modified, staged and untracked files, the last
 //! commit) and [`FilesModified`] (every file modified since the watch started), both running
 //! `git` as a subprocess in the project directory (`git -C DIR …`, machine-readable output:
-//! `status --porcelain=v2 -z`). Paths are as git gives them, relative to the repository's
-//! root. Parts of the project can be left out (the checkpoint directory itself, when it lies
+//! `status --porcelain=v2 -z`). The status's paths are as git gives them, relative to the
+//! repository's root; the modified files' are relative to the project directory (the same
+//! when the project is the repository). Parts of the project can be left out (the checkpoint directory itself, when it lies
 //! inside the project, so that the captures do not count themselves as changes).
 
 use super::probe::{Probe, ProbeError};
 use serde_json::{json, Value};
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::SystemTime;
 
 /// At most this many paths are listed per list (counts are always exact).
 pub const MAX_LISTED: usize = 1000;
@@ -192,16 +194,22 @@ impl Probe for GitStatus {
     }
 }
 
-/// Every file modified since the watch started, cumulatively: files that differ from the
-/// commit checked out at the start (changed, staged or committed since), plus untracked files,
-/// added up over the captures (a file changed and then changed back still counts).
-/// `{"since": commit or null, "files": […], "count": n}`.
+/// Every file modified since the watch started, cumulatively: tracked files whose content
+/// differs from what the work tree held at the start (changed, staged or committed since),
+/// plus untracked files that are new or changed since the start, added up over the captures
+/// (a file changed and then changed back still counts). Files already modified when the watch
+/// started count only once they change again. Paths are relative to the project directory.
+/// `{"since": commit or null, "files": […], "count": n}`; `since` is the start: the commit
+/// checked out, or a snapshot of the work tree (`git stash create`, which touches no branch,
+/// stash list or file) when it had changes.
 #[derive(Debug, Clone)]
 pub struct FilesModified {
     project: PathBuf,
     exclude: Vec<PathBuf>,
-    /// The commit at the start (`Some(None)`: the repository had no commit then).
+    /// The start (`Some(None)`: the repository had no commit then).
     since: Option<Option<String>>,
+    /// Untracked files at the start, with their size and modification time.
+    untracked_at_start: HashMap<String, (u64, Option<SystemTime>)>,
     files: BTreeSet<String>,
 }
 
@@ -212,6 +220,7 @@ impl FilesModified {
             project: project.into(),
             exclude: Vec::new(),
             since: None,
+            untracked_at_start: HashMap::new(),
             files: BTreeSet::new(),
         }
     }
@@ -230,6 +239,39 @@ impl FilesModified {
             Err(e) => Err(e),
         }
     }
+
+    /// The work tree as it is now, to compare later readings with: a commit of it if it has
+    /// changes, else the commit checked out.
+    fn start(&self) -> Result<Option<String>, ProbeError> {
+        let Some(head) = self.head()? else {
+            return Ok(None);
+        };
+        let snapshot = git(
+            &self.project,
+            &[
+                "-c",
+                "user.name=caf",
+                "-c",
+                "user.email=caf@localhost",
+                "stash",
+                "create",
+            ],
+        )
+        .map(|out| String::from_utf8_lossy(&out).trim().to_string())
+        .unwrap_or_default();
+        Ok(Some(if snapshot.is_empty() { head } else { snapshot }))
+    }
+
+    fn untracked(&self, spec: &[&str]) -> Result<Vec<String>, ProbeError> {
+        let mut args = vec!["ls-files", "--others", "--exclude-standard", "-z"];
+        args.extend(spec);
+        Ok(records(&git(&self.project, &args)?).collect())
+    }
+
+    fn stamp(&self, path: &str) -> Option<(u64, Option<SystemTime>)> {
+        let meta = std::fs::symlink_metadata(self.project.join(path)).ok()?;
+        Some((meta.len(), meta.modified().ok()))
+    }
 }
 
 impl Probe for FilesModified {
@@ -238,29 +280,43 @@ impl Probe for FilesModified {
     }
 
     fn read(&mut self) -> Result<Value, ProbeError> {
+        let spec = pathspec(&self.exclude);
+        let spec: Vec<&str> = spec.iter().map(String::as_str).collect();
         let since = match &self.since {
             Some(s) => s.clone(),
             None => {
-                let head = self.head()?;
-                self.since = Some(head.clone());
-                head
+                let start = self.start()?;
+                let untracked = self.untracked(&spec)?;
+                self.untracked_at_start = untracked
+                    .into_iter()
+                    .filter_map(|p| Some((p.clone(), self.stamp(&p)?)))
+                    .collect();
+                self.since = Some(start.clone());
+                start
             }
         };
-        let spec = pathspec(&self.exclude);
-        let spec: Vec<&str> = spec.iter().map(String::as_str).collect();
         // Tracked files that differ from the start (or, with no commit then, every tracked
         // file: all of them came during the watch).
         let mut args = match &since {
-            Some(commit) => vec!["diff", "--name-only", "--no-renames", "-z", commit.as_str()],
+            Some(commit) => vec![
+                "diff",
+                "--name-only",
+                "--no-renames",
+                "--relative",
+                "-z",
+                commit.as_str(),
+            ],
             None => vec!["ls-files", "-z"],
         };
         args.extend(&spec);
         let changed = git(&self.project, &args)?;
-        let mut args = vec!["ls-files", "--others", "--exclude-standard", "-z"];
-        args.extend(&spec);
-        let untracked = git(&self.project, &args)?;
         self.files.extend(records(&changed));
-        self.files.extend(records(&untracked));
+        for path in self.untracked(&spec)? {
+            let before = self.untracked_at_start.get(&path);
+            if before.is_none() || before != self.stamp(&path).as_ref() {
+                self.files.insert(path);
+            }
+        }
         Ok(json!({
             "since": since,
             "files": listed(&self.files),

@@ -376,10 +376,29 @@ fn the_git_probes_follow_a_repository() {
 
     git(dir, &["add", "a.txt"]);
     git(dir, &["commit", "-q", "-m", "first"]);
+    // Dirty before the watch starts: a change and an untracked file, counted only once they
+    // change again.
+    std::fs::write(dir.join("a.txt"), "dirty before").unwrap();
+    std::fs::write(dir.join("notes.txt"), "mine").unwrap();
     let mut files = FilesModified::new(dir).exclude("checkpoints");
     let v = files.read().unwrap();
-    assert_eq!(v["count"], 0);
+    assert_eq!(v["count"], 0, "{v}");
     assert!(v["since"].is_string());
+    assert_eq!(
+        String::from_utf8(
+            std::process::Command::new("git")
+                .arg("-C")
+                .arg(dir)
+                .args(["stash", "list"])
+                .output()
+                .unwrap()
+                .stdout
+        )
+        .unwrap(),
+        "",
+        "the snapshot of the start touches no stash"
+    );
+    std::fs::remove_file(dir.join("notes.txt")).unwrap();
 
     std::fs::write(dir.join("a.txt"), "changed").unwrap();
     std::fs::write(dir.join("b.txt"), "new").unwrap();
