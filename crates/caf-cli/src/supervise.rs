@@ -12,7 +12,7 @@ use signal_hook::consts::{SIGINT, SIGTERM};
 use signal_hook::iterator::{Handle, Signals};
 use std::ffi::OsString;
 use std::os::unix::process::ExitStatusExt;
-use std::sync::mpsc::{channel, Receiver, RecvTimeoutError};
+use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
 use std::time::{Duration, Instant};
 
 /// What woke the watch.
@@ -24,6 +24,8 @@ enum Wake {
 /// The watched command (if any) and the signals, as one thing to wait on.
 pub struct Supervisor {
     wakes: Receiver<Wake>,
+    /// For the thread that waits for the command.
+    sender: Sender<Wake>,
     signals: Handle,
     pid: Option<u32>,
     exited: bool,
@@ -39,9 +41,8 @@ fn signal_name(sig: i32) -> String {
 }
 
 impl Supervisor {
-    /// Starts listening for SIGINT and SIGTERM (first, so that none is missed), then runs
-    /// `command` if there is one.
-    pub fn start(command: &[OsString]) -> Result<Self, String> {
+    /// Starts listening for SIGINT and SIGTERM.
+    pub fn listen() -> Result<Self, String> {
         let (tx, wakes) = channel();
         let mut signals = Signals::new([SIGINT, SIGTERM])
             .map_err(|e| format!("cannot listen for signals: {e}"))?;
@@ -57,37 +58,35 @@ impl Supervisor {
                 }
             })
             .map_err(|e| format!("cannot start the signal thread: {e}"))?;
-        let pid = match command.split_first() {
-            None => None,
-            Some((program, args)) => {
-                let mut child = std::process::Command::new(program)
-                    .args(args)
-                    .spawn()
-                    .map_err(|e| {
-                        handle.close();
-                        format!("{}: {e}", program.to_string_lossy())
-                    })?;
-                let pid = child.id();
-                std::thread::Builder::new()
-                    .name("caf-watch-child".into())
-                    .spawn(move || {
-                        let _ = tx.send(Wake::Exited(child.wait()));
-                    })
-                    .map_err(|e| format!("cannot start the thread that waits for {pid}: {e}"))?;
-                Some(pid)
-            }
-        };
         Ok(Self {
             wakes,
+            sender: tx,
             signals: handle,
-            pid,
+            pid: None,
             exited: false,
         })
     }
 
-    /// The command's process id.
-    pub fn pid(&self) -> Option<u32> {
-        self.pid
+    /// Runs `command` (its program and arguments), in the current directory, with caf's
+    /// standard input, output and error; returns its process id.
+    pub fn spawn(&mut self, command: &[OsString]) -> Result<u32, String> {
+        let Some((program, args)) = command.split_first() else {
+            return Err("no command to run".into());
+        };
+        let mut child = std::process::Command::new(program)
+            .args(args)
+            .spawn()
+            .map_err(|e| format!("{}: {e}", program.to_string_lossy()))?;
+        let pid = child.id();
+        let tx = self.sender.clone();
+        std::thread::Builder::new()
+            .name("caf-watch-child".into())
+            .spawn(move || {
+                let _ = tx.send(Wake::Exited(child.wait()));
+            })
+            .map_err(|e| format!("cannot start the thread that waits for {pid}: {e}"))?;
+        self.pid = Some(pid);
+        Ok(pid)
     }
 
     /// Waits up to `timeout`: `None` when it passed, the [`Ending`] when the command exited or

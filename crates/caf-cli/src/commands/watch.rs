@@ -39,19 +39,27 @@ pub fn run(t: &Target, json: bool, a: &WatchArgs) -> CmdResult {
     // Captures must not count the store's own files as changes to the project.
     let own = store.files().and_then(|f| inside(f.root(), &project));
 
-    let mut supervisor = Supervisor::start(&a.command).map_err(Failure::msg)?;
+    let mut supervisor = Supervisor::listen().map_err(Failure::msg)?;
     let mut git = GitStatus::new(&project);
     let mut modified = FilesModified::new(&project);
     if let Some(own) = &own {
         git = git.exclude(own);
         modified = modified.exclude(own);
     }
+    // The files modified are counted from the project as it is before the command starts (a
+    // project that is not a repository is recorded as the probe's error in each capture).
+    let _ = modified.mark_start();
+    let pid = if a.command.is_empty() {
+        None
+    } else {
+        Some(supervisor.spawn(&a.command).map_err(Failure::msg)?)
+    };
     let mut builder = PeriodicCapture::builder(store)
         .interval(a.interval)
         .save_unchanged(a.always)
         .probe(git)
         .probe(modified)
-        .probe(ProcessMemory::new(supervisor.pid()))
+        .probe(ProcessMemory::new(pid))
         .on_event(progress);
     if let Some(dir) = &a.state_dir {
         builder = builder.probe(StateDir::new(dir));
@@ -65,7 +73,7 @@ pub fn run(t: &Target, json: bool, a: &WatchArgs) -> CmdResult {
             .iter()
             .map(|s| s.to_string_lossy().into_owned())
             .collect();
-        builder = builder.command(argv, supervisor.pid());
+        builder = builder.command(argv, pid);
     }
     let watch = builder.build()?;
     let mut note = |m: &str| say_err(m);

@@ -274,27 +274,37 @@ impl FilesModified {
     }
 }
 
+impl FilesModified {
+    /// Takes the start now (the first reading does otherwise): for a watch that starts a
+    /// command after making its probes, so that what the command does counts from the first
+    /// capture on. An error (not a repository) leaves the start to the first reading.
+    pub fn mark_start(&mut self) -> Result<(), ProbeError> {
+        if self.since.is_some() {
+            return Ok(());
+        }
+        let spec = pathspec(&self.exclude);
+        let spec: Vec<&str> = spec.iter().map(String::as_str).collect();
+        let start = self.start()?;
+        let untracked = self.untracked(&spec)?;
+        self.untracked_at_start = untracked
+            .into_iter()
+            .filter_map(|p| Some((p.clone(), self.stamp(&p)?)))
+            .collect();
+        self.since = Some(start);
+        Ok(())
+    }
+}
+
 impl Probe for FilesModified {
     fn name(&self) -> &str {
         "files_modified"
     }
 
     fn read(&mut self) -> Result<Value, ProbeError> {
+        self.mark_start()?;
         let spec = pathspec(&self.exclude);
         let spec: Vec<&str> = spec.iter().map(String::as_str).collect();
-        let since = match &self.since {
-            Some(s) => s.clone(),
-            None => {
-                let start = self.start()?;
-                let untracked = self.untracked(&spec)?;
-                self.untracked_at_start = untracked
-                    .into_iter()
-                    .filter_map(|p| Some((p.clone(), self.stamp(&p)?)))
-                    .collect();
-                self.since = Some(start.clone());
-                start
-            }
-        };
+        let since = self.since.clone().flatten();
         // Tracked files that differ from the start (or, with no commit then, every tracked
         // file: all of them came during the watch).
         let mut args = match &since {
