@@ -295,6 +295,7 @@ fn full_checkpoint() -> Checkpoint {
         agent_id: "golden-agent".into(),
         timestamp: t("20:00.123456"),
         metadata: Metadata {
+            redactions: 0,
             step_number: 3,
             tokens_used: 4821,
             duration_ms: 93017,

@@ -204,15 +204,13 @@ fn print_summary(json: bool, s: &Summary) {
         return;
     }
     let ending = ending_text(&s.command).map_or(String::new(), |e| format!("; {e}"));
-    let mut out = anstream::stdout();
     output::note_stdout(writeln!(
-        out,
+        anstream::stdout(),
         "{BOLD}session {}{BOLD:#}: {} over {}{ending}",
         s.session,
         output::count(s.total, "capture"),
         format_duration(s.total_duration_ms)
     ));
-    drop(out);
     crate::say!(
         "files modified: {}",
         if s.files_modified.is_empty() {
