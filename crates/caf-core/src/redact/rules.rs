@@ -174,7 +174,17 @@ pub struct RedactionRules {
 }
 
 impl Default for RedactionRules {
+    /// Every built-in rule. They are compiled once per process; each default is a cheap copy
+    /// (the compiled expressions are shared).
     fn default() -> Self {
+        static BUILT_IN: std::sync::OnceLock<RedactionRules> = std::sync::OnceLock::new();
+        BUILT_IN.get_or_init(Self::built_in).clone()
+    }
+}
+
+impl RedactionRules {
+    /// Compiles every built-in rule.
+    fn built_in() -> Self {
         let mut rules = Self {
             enabled: true,
             patterns: Vec::new(),
