@@ -241,7 +241,6 @@ pub fn full_checkpoint(id: &str, execution: &str) -> Checkpoint {
             duration_ms: 123_456,
             checkpoint_reason: CheckpointReason::Other("custom_reason_2".into()),
             name: Some(format!("name {text}")),
-            redactions: 0,
             description: Some(format!("description {text}")),
             labels: vec!["alpha".into(), "βeta".into(), text.to_string()],
             agent_name: Some(format!("Agent {text}")),
@@ -762,13 +761,7 @@ pub fn arb_metadata() -> impl Strategy<Value = Metadata> {
     let long_name = Just("é".repeat(256));
     let long_label = Just("😀".repeat(128));
     (
-        (
-            any::<u64>(),
-            any::<u64>(),
-            any::<u64>(),
-            arb_reason(),
-            prop_oneof![3 => Just(0u64), 1 => 1..=u64::MAX],
-        ),
+        (any::<u64>(), any::<u64>(), any::<u64>(), arb_reason()),
         (
             proptest::option::of(prop_oneof![4 => arb_text(40), 1 => long_name]),
             proptest::option::of(arb_text(64)),
@@ -783,10 +776,9 @@ pub fn arb_metadata() -> impl Strategy<Value = Metadata> {
     )
         .prop_map(
             |(
-                (step_number, tokens_used, duration_ms, checkpoint_reason, redactions),
+                (step_number, tokens_used, duration_ms, checkpoint_reason),
                 (name, description, labels, agent_name, branch, extensions),
             )| Metadata {
-                redactions,
                 step_number,
                 tokens_used,
                 duration_ms,

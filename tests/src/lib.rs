@@ -1,7 +1,8 @@
 //! Shared test helpers for caf: checkpoint builders and proptest strategies ([`gen`]), the
 //! store conformance suite ([`conformance`]), the harness that runs the real `caf` binary in the
 //! command-line tests ([`cli`]), damaged files and forked executions for the recovery tests
-//! ([`recovery`]), and small file-system helpers.
+//! ([`recovery`]), disk images after a simulated power loss ([`images`]), and small file-system
+//! helpers.
 
 pub mod cli;
 
@@ -16,6 +17,7 @@ macro_rules! delegate_checkpoint_store {
 }
 pub mod conformance;
 pub mod gen;
+pub mod images;
 pub mod recovery;
 
 use caf_core::store::FileStore;

@@ -188,7 +188,7 @@ fn no_secret_reaches_a_file_the_sqlite_database_or_an_export() {
     for kind in ["password", "api_key", "secret", "token"] {
         assert!(text.contains(&format!("[REDACTED:{kind}]")), "{kind}");
     }
-    assert_eq!(doc["metadata"]["redactions"], REPLACED);
+    assert_eq!(doc["metadata"]["extensions"]["redactions"], REPLACED);
     assert_eq!(doc["snapshot"]["context"]["variables"]["step"], 3);
     assert_eq!(
         doc["snapshot"]["thought_chain"]["thoughts"][1]["content"],
@@ -234,7 +234,7 @@ fn a_checkpoint_without_secrets_is_saved_as_it_is_and_uncounted() {
         .unwrap()
         .to_string();
     let doc = checkpoint_file(&sb, &id);
-    assert!(doc["metadata"].get("redactions").is_none(), "{doc}");
+    assert!(doc["metadata"].get("extensions").is_none(), "{doc}");
     assert_eq!(doc["snapshot"]["context"]["variables"]["tokens_used"], 5);
     assert_eq!(
         doc["snapshot"]["context"]["history"][0],
@@ -278,7 +278,7 @@ regex = "EMP-[0-9]{6}"
         vars["password"], "[REDACTED:password]",
         "the rest still applies"
     );
-    assert_eq!(doc["metadata"]["redactions"], 3);
+    assert_eq!(doc["metadata"]["extensions"]["redactions"], 3);
 }
 
 #[test]
@@ -299,7 +299,7 @@ fn redaction_is_off_only_when_caf_toml_says_so() {
     let bytes = std::fs::read(sb.path_of(&id)).unwrap();
     assert!(contains(&bytes, PASSWORD), "kept: redaction was turned off");
     assert!(checkpoint_file(&sb, &id)["metadata"]
-        .get("redactions")
+        .get("extensions")
         .is_none());
     // Exporting still redacts by the directory's rules... which say off: the export is faithful.
     let out = sb.caf(&["export", &id]).ok();
@@ -319,7 +319,7 @@ fn redaction_is_off_only_when_caf_toml_says_so() {
     std::fs::write(&exported, &out.stdout).unwrap();
     sb.caf(&["validate", s(&exported)]).ok();
     let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(doc["metadata"]["redactions"], REPLACED);
+    assert_eq!(doc["metadata"]["extensions"]["redactions"], REPLACED);
 }
 
 #[test]
@@ -397,12 +397,16 @@ fn a_library_user_saving_straight_into_any_store_is_redacted() {
             back.snapshot.context.variables["db_password"], "[REDACTED:password]",
             "{name}"
         );
-        assert_eq!(back.metadata.redactions, 1, "{name}");
+        assert_eq!(back.metadata.redactions(), 1, "{name}");
         assert!(summary.bytes > 0);
         // Saved again (as a label change does), the count stays.
         let again = store.save(&back).unwrap();
         assert_eq!(again.id, back.id);
-        assert_eq!(store.load(&c.id).unwrap().metadata.redactions, 1, "{name}");
+        assert_eq!(
+            store.load(&c.id).unwrap().metadata.redactions(),
+            1,
+            "{name}"
+        );
     }
     drop(hybrid);
     for (path, bytes) in all_files(dir.path()) {

@@ -102,7 +102,8 @@ pub enum Command {
     /// Rebuild the database from the checkpoint files.
     #[command(args = unused_globals("reindex", &["no_files"]))]
     Reindex(ReindexArgs),
-    /// Statistics from the database: per execution and in total.
+    /// Statistics from the database: per execution and in total (--metrics: the store's
+    /// metrics, Prometheus text).
     #[command(args = unused_globals("stats", &["no_files"]))]
     Stats(StatsArgs),
     /// Search the database: tool calls or thoughts.
@@ -111,6 +112,8 @@ pub enum Command {
     /// Run a read-only SQL statement against the database.
     #[command(args = unused_globals("sql", &["no_files"]))]
     Sql(SqlArgs),
+    /// Serve the store to AI agents as an MCP server over stdio (tools and resources).
+    Mcp(McpArgs),
 }
 
 /// `caf demo`.
@@ -137,6 +140,11 @@ pub struct DemoArgs {
     /// Write even when the estimated size is above 1 GB.
     #[arg(long)]
     pub force: bool,
+    /// When a save returns: `sync` (on disk) or `async` (handed to a background writer, in
+    /// order; the demo waits for it before it reads back). Default: `durability` in the
+    /// directory's caf.toml, else sync.
+    #[arg(long, value_name = "MODE")]
+    pub durability: Option<caf_core::store::SaveMode>,
 }
 
 /// `caf list`.
@@ -419,6 +427,27 @@ pub struct StatsArgs {
     /// Only this execution.
     #[arg(long, short = 'e')]
     pub execution: Option<String>,
+    /// Print the store's metrics in the Prometheus text format instead (checkpoint_save_count,
+    /// checkpoint_save_size_bytes, checkpoint_resume_count, steps_recovered, prunes,
+    /// redactions), computed from the checkpoints and tombstones the store holds; no database
+    /// needed. With --json, the same figures as JSON.
+    #[arg(long, conflicts_with = "execution")]
+    pub metrics: bool,
+}
+
+/// `caf mcp`.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Serves the store of --dir / --db to one MCP client over stdin and stdout (JSON-RPC, one message per line); logs go to stderr (CAF_LOG=error|warn|info|debug|trace, default info). Register it with a client as {\"command\": \"caf\", \"args\": [\"--dir\", \"/path/to/checkpoints\", \"mcp\"]}. See docs/mcp.md for the tools and resources."
+)]
+pub struct McpArgs {
+    /// Let checkpoint_delete delete and checkpoint_prune prune (without it, delete is refused
+    /// and every prune is a dry run).
+    #[arg(long)]
+    pub allow_delete: bool,
+    /// The largest state checkpoint_save accepts, in bytes of JSON [default: 67108864, 64 MiB].
+    #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_state_bytes: Option<u64>,
 }
 
 /// `caf query …`.
@@ -520,6 +549,21 @@ pub struct BenchArgs {
     /// once encoded and a background writer writes them in order; `sync` is always measured
     #[arg(long, value_enum)]
     pub durability: Vec<crate::bench::Durability>,
+
+    /// Instead of the single-agent workload: N processes save into one store at once, each its
+    /// own execution (--saves each); prints saves per second, errors and lost saves. With
+    /// --peer, LangGraph's SqliteSaver runs the same with N processes on one SQLite file.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=256))]
+    pub concurrent: Option<u32>,
+    /// Saves per process with --concurrent.
+    #[arg(long, value_name = "K", default_value_t = 250, value_parser = clap::value_parser!(u32).range(1..=100000))]
+    pub saves: u32,
+    /// Internal: run as worker W of `--concurrent` on the store in --worker-dir.
+    #[arg(long, hide = true, requires = "worker_dir")]
+    pub worker: Option<u32>,
+    /// Internal: the scratch store of a `--concurrent` worker.
+    #[arg(long, hide = true, requires = "worker")]
+    pub worker_dir: Option<PathBuf>,
 }
 
 /// Hidden stand-ins for the global options `names` (`dir`, `db`, `no_files`) that `command`

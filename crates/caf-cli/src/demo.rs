@@ -14,6 +14,8 @@ use crate::output::{self, BOLD, CYAN, DIM, GREEN, RED, YELLOW};
 use crate::target::{Store, Target};
 use crate::{CmdResult, Failure};
 use caf_core::clock::{utc, SimulatedClock};
+use caf_core::config::Config;
+use caf_core::store::SaveMode;
 use caf_core::{
     CheckpointId, CheckpointManager, CheckpointOptions, CheckpointReason, CheckpointStore, Clock,
     ExecutionId, RuntimeState,
@@ -194,10 +196,13 @@ fn run_one(t: &Target, a: &DemoArgs, n: u32, human: bool) -> Result<Run, Failure
     )
     .into_uuid();
     let execution_id = ExecutionId::new(format!("exec_{exec_uuid}")).map_err(Failure::msg)?;
+    let mode = durability(t, a)?;
     let open = || -> Result<CheckpointManager<Store>, Failure> {
-        Ok(CheckpointManager::new(t.open_with_database()?)
-            .with_clock(clock.clone())
-            .with_id_source(id_source(clock.clone(), id_rng.clone())))
+        Ok(
+            CheckpointManager::new(t.open_with_database()?.into_async_if(mode))
+                .with_clock(clock.clone())
+                .with_id_source(id_source(clock.clone(), id_rng.clone())),
+        )
     };
     let mut out = anstream::stdout();
     let mut say = |line: String| {
@@ -241,6 +246,8 @@ fn run_one(t: &Target, a: &DemoArgs, n: u32, human: bool) -> Result<Run, Failure
             run.crashed_at = Some(s);
             say(format!("  step {s:>3}/{}  {step_name:<28} {RED}crash!{RED:#} the agent process dies mid-step; its memory is gone", a.steps));
             drop(state);
+            // (An async store's queue is written when it is dropped; its last error is seen.)
+            manager.store().flush()?;
             drop(manager);
             manager = open()?;
             match manager.restore_latest(&execution_id) {
@@ -310,7 +317,19 @@ fn run_one(t: &Target, a: &DemoArgs, n: u32, human: bool) -> Result<Run, Failure
             &mut say,
         )?);
     }
+    manager.store().flush()?;
     Ok(run)
+}
+
+/// `--durability`, else `durability` in the directory's caf.toml, else sync.
+fn durability(t: &Target, a: &DemoArgs) -> Result<SaveMode, Failure> {
+    match a.durability {
+        Some(mode) => Ok(mode),
+        None => Ok(Config::load(t.dir())
+            .map_err(Failure::msg)?
+            .durability
+            .unwrap_or_default()),
+    }
 }
 
 /// Forks a branch from step 3 and grows it two steps, then prunes the execution to its last

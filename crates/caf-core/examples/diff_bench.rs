@@ -94,7 +94,6 @@ fn checkpoint_a() -> Result<Checkpoint, Box<dyn std::error::Error>> {
         agent_id: "bench-agent".into(),
         timestamp: t,
         metadata: Metadata {
-            redactions: 0,
             step_number: 300,
             tokens_used: 1_000_000,
             duration_ms: 600_000,

@@ -1,6 +1,8 @@
 //! [`Config`]: a checkpoint directory's settings, read from `DIR/caf.toml`.
 //!
 //! ```toml
+//! durability = "async"    # saves return once handed to a background writer (default "sync")
+//!
 //! [retention]
 //! keep_last = 50          # per execution
 //! max_age = "30d"
@@ -49,6 +51,7 @@
 use crate::duration::Duration;
 use crate::redact::{RedactionError, RedactionRules};
 use crate::retention::{check_tiers, RetentionPolicy, Tier, TierError};
+use crate::store::SaveMode;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
@@ -60,6 +63,10 @@ pub const CONFIG_FILE: &str = "caf.toml";
 #[serde(deny_unknown_fields)]
 #[non_exhaustive]
 pub struct Config {
+    /// `durability = "sync" | "async"`: when the saves of commands run on this directory
+    /// return (the command line's `--durability` wins); unset means `sync`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub durability: Option<SaveMode>,
     /// The `[retention]` table: what `caf prune` (and automatic pruning) keeps.
     #[serde(default)]
     pub retention: RetentionConfig,
@@ -179,6 +186,13 @@ impl RetentionConfig {
             tiers: self.tiers.clone(),
             protect_labels: self.protect_labels.clone(),
         }
+    }
+
+    /// The policy to prune by after each save: [`Self::policy`] when `auto_prune` is set and
+    /// the policy has rules, else `None`.
+    pub fn auto_prune_policy(&self) -> Option<RetentionPolicy> {
+        let policy = self.policy();
+        (self.auto_prune && policy.has_rules()).then_some(policy)
     }
 }
 
@@ -336,6 +350,24 @@ max_per_execution = 24
                 protect_labels: vec!["keep".into(), "release".into()],
             }
         );
+    }
+
+    #[test]
+    fn durability_is_sync_or_async_and_nothing_else() {
+        assert_eq!(parse("").unwrap().durability, None);
+        assert_eq!(
+            parse("durability = \"async\"").unwrap().durability,
+            Some(SaveMode::Async)
+        );
+        assert_eq!(
+            parse("durability = \"sync\"").unwrap().durability,
+            Some(SaveMode::Sync)
+        );
+        let e = parse("durability = \"eventually\"")
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("dir/caf.toml:1:"), "{e}");
+        assert!(e.contains("eventually"), "{e}");
     }
 
     #[test]

@@ -3,8 +3,10 @@
 //!
 //! - **Start or resume.** [`Executor::run`] restores the latest valid checkpoint of the
 //!   execution (a newer damaged one is skipped and reported) and skips the steps it records as
-//!   completed or skipped: [`RunReport::steps_recovered`]. Without a checkpoint it starts the
-//!   plan, and checkpoints it once before the first step.
+//!   completed or skipped: [`RunReport::steps_recovered`]. A resumed run first saves a
+//!   checkpoint with reason `resumed`, so that the store records each resume (`caf log` shows
+//!   it; [`crate::metrics`] counts it). Without a checkpoint it starts the plan, and
+//!   checkpoints it once before the first step.
 //! - **After each step** a checkpoint (`step_completed`) records the step completed with its
 //!   result. A step that was running when the process died is run again: steps run at least
 //!   once, and exactly once unless interrupted mid-way.
@@ -406,6 +408,12 @@ impl<'m, S: CheckpointStore> Executor<'m, S> {
                     .map(|s| s.id.clone())
                     .collect();
                 self.settle_in_flight(&mut state, report)?;
+                // The resume is recorded: `caf log` shows where the run picked up, and the
+                // store's metrics count it (see `crate::metrics`).
+                report.last_checkpoint = Some(self.save(
+                    &mut state,
+                    CheckpointReason::Other(crate::metrics::RESUMED_REASON.into()),
+                )?);
                 Ok(state)
             }
             Err(Error::NotFound { .. }) => {
@@ -426,6 +434,8 @@ impl<'m, S: CheckpointStore> Executor<'m, S> {
         }
     }
 
+    /// Decides what becomes of each tool call left in flight (recorded in the state; the
+    /// `resumed` checkpoint saved next keeps the decisions).
     fn settle_in_flight(
         &mut self,
         state: &mut RuntimeState,
@@ -451,7 +461,6 @@ impl<'m, S: CheckpointStore> Executor<'m, S> {
             };
             report.in_flight.push((call, decision));
         }
-        report.last_checkpoint = Some(self.save(state, CheckpointReason::Other("resumed".into()))?);
         Ok(())
     }
 

@@ -155,8 +155,9 @@ impl<S: CheckpointStore> CheckpointManager<S> {
         state: &mut RuntimeState,
         options: CheckpointOptions,
     ) -> Result<Checkpoint> {
+        let started = std::time::Instant::now();
         let checkpoint = self.prepare(state, options);
-        self.commit(state, &checkpoint)?;
+        self.commit_since(state, &checkpoint, started)?;
         Ok(checkpoint)
     }
 
@@ -184,9 +185,20 @@ impl<S: CheckpointStore> CheckpointManager<S> {
     }
 
     /// Saves a checkpoint [`prepare`](Self::prepare)d from `state`, then marks the state
-    /// checkpointed: emits `CheckpointSaved` and clears the dirty set.
+    /// checkpointed: emits the save metrics and `CheckpointSaved`, and clears the dirty set.
     pub fn commit(&self, state: &mut RuntimeState, checkpoint: &Checkpoint) -> Result<()> {
-        self.store.save(checkpoint)?;
+        self.commit_since(state, checkpoint, std::time::Instant::now())
+    }
+
+    /// [`commit`](Self::commit), with the save latency measured from `started`.
+    fn commit_since(
+        &self,
+        state: &mut RuntimeState,
+        checkpoint: &Checkpoint,
+        started: std::time::Instant,
+    ) -> Result<()> {
+        let summary = self.store.save(checkpoint)?;
+        crate::metrics::saved(&self.store, checkpoint, &summary, started.elapsed());
         state.mark_checkpointed(checkpoint);
         Ok(())
     }
@@ -208,6 +220,7 @@ impl<S: CheckpointStore> CheckpointManager<S> {
     /// reason `branch`, the branch recorded in its metadata, in `id`'s execution or in
     /// `options.execution`. Restore it to continue the branch; the original line is unchanged.
     pub fn fork(&self, id: &CheckpointId, options: ForkOptions) -> Result<Checkpoint> {
+        let started = std::time::Instant::now();
         let from = self.store.load(id)?;
         let mut c = Checkpoint::new(
             (self.ids)(),
@@ -230,7 +243,8 @@ impl<S: CheckpointStore> CheckpointManager<S> {
         md.branch = Some(crate::format::Branch {
             reason: options.reason,
         });
-        self.store.save(&c)?;
+        let summary = self.store.save(&c)?;
+        crate::metrics::saved(&self.store, &c, &summary, started.elapsed());
         Ok(c)
     }
 

@@ -171,6 +171,7 @@ pub fn delete_recorded(
             deleted.push(s.id.clone());
         }
     }
+    crate::metrics::pruned(store, deleted.len());
     Ok(deleted)
 }
 

@@ -26,6 +26,7 @@ use crate::format::{
     Progress, ThoughtChain, ToolState,
 };
 use crate::id::{CheckpointId, ExecutionId};
+use crate::retention::RetentionPolicy;
 use crate::store::{CheckpointStore, ListFilter};
 use serde::Deserialize;
 
@@ -84,6 +85,8 @@ pub struct SaveRequest {
     pub reason: CheckpointReason,
     /// A name.
     pub name: Option<String>,
+    /// A description (else the parts' `metadata.description`).
+    pub description: Option<String>,
     /// Labels.
     pub labels: Vec<String>,
     /// Its parent.
@@ -98,6 +101,7 @@ impl SaveRequest {
             agent_id: None,
             reason: CheckpointReason::Manual,
             name: None,
+            description: None,
             labels: Vec::new(),
             parent: Parent::Latest,
         }
@@ -143,6 +147,7 @@ pub fn save_parts(
     id: CheckpointId,
     now: Timestamp,
 ) -> Result<Checkpoint, SaveError> {
+    let started = std::time::Instant::now();
     let doc =
         parse(parts, &Limits::default()).map_err(|e| invalid(String::new(), e.to_string()))?;
     if !doc.is_object() {
@@ -189,7 +194,7 @@ pub fn save_parts(
     md.tokens_used = parts.metadata.tokens_used;
     md.duration_ms = parts.metadata.duration_ms;
     md.agent_name = parts.metadata.agent_name;
-    md.description = parts.metadata.description;
+    md.description = request.description.or(parts.metadata.description);
     md.name = request.name;
     md.labels = request.labels;
     check(&c).map_err(|EncodeError::Invalid { pointer, message }| {
@@ -200,6 +205,38 @@ pub fn save_parts(
         };
         invalid(pointer, message)
     })?;
-    store.save(&c)?;
+    let summary = store.save(&c)?;
+    crate::metrics::saved(store, &c, &summary, started.elapsed());
     Ok(c)
+}
+
+/// A checkpoint saved by [`save_parts_and_prune`], and what pruning deleted after it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Saved {
+    /// The checkpoint saved.
+    pub checkpoint: Checkpoint,
+    /// The checkpoints of its execution that the auto-prune deleted (empty without one).
+    pub pruned: Vec<CheckpointId>,
+}
+
+/// [`save_parts`], then, when `auto_prune` is given (`DIR/caf.toml` sets `auto_prune`:
+/// [`crate::config::RetentionConfig::auto_prune_policy`]), a prune of the new checkpoint's
+/// execution by that policy ([`crate::prune::prune`]), as `caf save` and the MCP tool
+/// `checkpoint_save` do. A failed prune is an error, but the checkpoint stays saved.
+pub fn save_parts_and_prune(
+    store: &dyn CheckpointStore,
+    parts: &[u8],
+    request: SaveRequest,
+    id: CheckpointId,
+    now: Timestamp,
+    auto_prune: Option<&RetentionPolicy>,
+) -> Result<Saved, SaveError> {
+    let checkpoint = save_parts(store, parts, request, id, now)?;
+    let pruned = match auto_prune {
+        Some(policy) => {
+            crate::prune::prune(store, policy, Some(&checkpoint.execution_id), now, false)?.deleted
+        }
+        None => Vec::new(),
+    };
+    Ok(Saved { checkpoint, pruned })
 }

@@ -67,13 +67,17 @@ impl fmt::Display for Backend {
 /// How durable a commit is when it returns.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum Durability {
-    /// Every commit is on disk when it returns (the default): SQLite `synchronous = FULL` in WAL
-    /// mode (one `fdatasync` of the write-ahead log per commit), PostgreSQL
-    /// `synchronous_commit = on`. A hybrid store's save relies on it: the commit is the save's
-    /// one flush (see [`crate::HybridStore`]).
+    /// Every commit is on disk when it returns (the default). SQLite (WAL mode) commits with
+    /// `synchronous = NORMAL` and the store then `fdatasync`s the write-ahead log itself, after
+    /// releasing the write lock, so that concurrent writers share flushes (group commit; writers
+    /// of one database also take turns on a file lock `DB-writer.lock` beside it); PostgreSQL
+    /// commits with `synchronous_commit = on`. A hybrid store's save relies on it: the commit is
+    /// the save's one flush (see [`crate::HybridStore`]).
     #[default]
     Default,
-    /// The same as [`Durability::Default`], said explicitly.
+    /// Every commit is on disk when it returns, flushed by SQLite inside the commit
+    /// (`synchronous = FULL`: one flush per commit, under the write lock); on PostgreSQL the
+    /// same as [`Durability::Default`].
     Full,
     /// Commits return before they reach the disk: SQLite `synchronous = NORMAL`, PostgreSQL
     /// `synchronous_commit = off`. The database is never corrupted, but a power loss (not a
@@ -308,9 +312,10 @@ fn open_sqlite(path: &Path, options: &SqlOptions) -> Result<AnyConnection> {
             }
         })?;
     // The busy timeout first, so that the pragmas below wait for other processes too.
+    // Default: the store flushes the log itself after each commit (crate::group_commit).
     let sync = match options.durability {
-        Durability::Default | Durability::Full => "FULL",
-        Durability::Relaxed => "NORMAL",
+        Durability::Full => "FULL",
+        Durability::Default | Durability::Relaxed => "NORMAL",
     };
     c.batch_execute(&format!(
         "PRAGMA busy_timeout = {}; PRAGMA foreign_keys = ON;",

@@ -8,7 +8,8 @@
 const SPARES: usize = 4;
 
 use crate::unflushed::{forget_flushed, sync_file_system};
-use crate::SqlStore;
+use crate::{SqlError, SqlStore};
+use caf_core::store::Fs;
 use caf_core::FileStore;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
@@ -21,11 +22,17 @@ pub(crate) const PERIOD: Duration = Duration::from_secs(1);
 struct State {
     /// The newest row of a file this writer has put in place and not yet flushed.
     written: Option<i64>,
+    /// How many rows this writer has numbered.
+    numbered: i64,
+    /// Rows numbered (first of each reservation, and how many reservations start there) whose
+    /// change is not on the file system yet: a flush must not forget them, nor any row after
+    /// the first of them (rows are forgotten up to a number).
+    pending: std::collections::BTreeMap<i64, usize>,
     stop: bool,
     /// A save happened since the spare files were last made.
     saved: bool,
     /// Why the last flush failed (its rows stay; the files are checked after a power loss).
-    failed: Option<String>,
+    failed: Option<caf_core::Error>,
 }
 
 #[derive(Debug, Default)]
@@ -38,41 +45,123 @@ impl Shared {
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
+
+    /// Notes that the files up to row `upto` are in place and not flushed (again, after a
+    /// flush that failed: the next one covers them).
+    fn not_flushed(&self, upto: i64) {
+        let mut st = self.lock();
+        st.written = Some(st.written.map_or(upto, |w| w.max(upto)));
+    }
+
+    /// See [`Flusher::reserve`].
+    fn reserve(&self, count: usize) -> Reserved<'_> {
+        let mut st = self.lock();
+        let first = st.numbered + 1;
+        st.numbered += i64::try_from(count.max(1)).unwrap_or(i64::MAX);
+        let last = st.numbered;
+        *st.pending.entry(first).or_default() += 1;
+        Reserved {
+            shared: self,
+            first,
+            last,
+        }
+    }
+}
+
+impl State {
+    /// The rows a flush now may forget, up to which (`None`: none), taking them from
+    /// `written`: those in place, below every row still pending.
+    fn take_flushable(&mut self) -> Option<i64> {
+        let written = self.written?;
+        let upto = match self.pending.keys().next() {
+            Some(&first) if first <= written => first - 1,
+            _ => written,
+        };
+        if upto == written {
+            self.written = None;
+        }
+        (upto > 0).then_some(upto)
+    }
+}
+
+/// Rows numbered for one save or delete ([`Flusher::reserve`]) whose change is not on the file
+/// system yet. Dropped without [`Reserved::done`], it is released (the change failed).
+#[derive(Debug)]
+pub(crate) struct Reserved<'a> {
+    shared: &'a Shared,
+    /// The first row.
+    pub first: i64,
+    /// The last row.
+    pub last: i64,
+}
+
+impl Reserved<'_> {
+    /// The change is on the file system (unflushed): its rows may go at the next flush.
+    pub fn done(self) {
+        let mut st = self.shared.lock();
+        st.written = Some(st.written.map_or(self.last, |w| w.max(self.last)));
+        st.saved = true;
+        drop(st);
+        self.shared.wake.notify_one();
+    }
+}
+
+impl Drop for Reserved<'_> {
+    fn drop(&mut self) {
+        let mut st = self.shared.lock();
+        if let Some(n) = st.pending.get_mut(&self.first) {
+            *n -= 1;
+            if *n == 0 {
+                st.pending.remove(&self.first);
+            }
+        }
+    }
 }
 
 /// What the flusher needs to flush: the directory, the database, and whose rows to forget.
-#[derive(Debug, Clone)]
-pub(crate) struct Target {
+#[derive(Debug)]
+pub(crate) struct Target<F: Fs> {
     /// The files (the flusher also makes spare files for the next saves).
-    pub files: Arc<FileStore>,
+    pub files: Arc<FileStore<F>>,
     pub sql: Arc<SqlStore>,
     pub writer: i64,
     /// How often, at most, to sync.
     pub period: Duration,
 }
 
-impl Target {
+impl<F: Fs> Clone for Target<F> {
+    fn clone(&self) -> Self {
+        Self {
+            files: Arc::clone(&self.files),
+            sql: Arc::clone(&self.sql),
+            writer: self.writer,
+            period: self.period,
+        }
+    }
+}
+
+impl<F: Fs> Target<F> {
     /// Syncs the file system, then forgets the rows up to `upto`.
-    fn flush(&self, upto: i64) -> Result<(), String> {
-        sync_file_system(self.files.root()).map_err(|e| e.to_string())?;
+    fn flush(&self, upto: i64) -> caf_core::Result<()> {
+        sync_file_system(self.files.fs(), self.files.root())?;
         self.sql
             .with_conn(|c| forget_flushed(c, self.writer, upto))
             .map(|_| ())
-            .map_err(|e| format!("forgetting flushed files: {e}"))
+            .map_err(|e| SqlError::query(self.sql.backend(), "forgetting flushed files")(e).into())
     }
 }
 
 /// A running flusher thread.
 #[derive(Debug)]
-pub(crate) struct Flusher {
+pub(crate) struct Flusher<F: Fs> {
     shared: Arc<Shared>,
-    target: Target,
+    target: Target<F>,
     thread: Option<JoinHandle<()>>,
 }
 
-impl Flusher {
+impl<F: Fs> Flusher<F> {
     /// Starts the thread.
-    pub fn start(target: Target) -> Self {
+    pub fn start(target: Target<F>) -> Self {
         let shared = Arc::new(Shared::default());
         let thread = {
             let (shared, target) = (Arc::clone(&shared), target.clone());
@@ -88,24 +177,26 @@ impl Flusher {
         }
     }
 
-    /// Notes that the file of row `seq` is in place.
-    pub fn written(&self, seq: i64) {
-        let mut st = self.shared.lock();
-        st.written = Some(st.written.map_or(seq, |w| w.max(seq)));
-        st.saved = true;
-        drop(st);
-        self.shared.wake.notify_one();
+    /// Numbers `count` rows (at least one) for a save or a delete about to record them in its
+    /// transaction: until the change is on the file system ([`Reserved::done`]) or has failed
+    /// (dropped), no flush forgets them or any later row, so that a flush cannot forget the
+    /// record of a file another thread has committed and not yet put in place.
+    pub fn reserve(&self, count: usize) -> Reserved<'_> {
+        self.shared.reserve(count)
     }
 
     /// Flushes now, on the caller's thread; also reports a background flush that failed since
     /// the last call.
-    pub fn flush_now(&self) -> Result<(), String> {
+    pub fn flush_now(&self) -> caf_core::Result<()> {
         let (upto, failed) = {
             let mut st = self.shared.lock();
-            (st.written.take(), st.failed.take())
+            (st.take_flushable(), st.failed.take())
         };
         if let Some(upto) = upto {
-            self.target.flush(upto)?;
+            if let Err(e) = self.target.flush(upto) {
+                self.shared.not_flushed(upto);
+                return Err(e);
+            }
         }
         failed.map_or(Ok(()), Err)
     }
@@ -127,13 +218,13 @@ impl Flusher {
     }
 }
 
-impl Drop for Flusher {
+impl<F: Fs> Drop for Flusher<F> {
     fn drop(&mut self) {
         self.stop();
     }
 }
 
-fn run(shared: &Shared, target: &Target) {
+fn run<F: Fs>(shared: &Shared, target: &Target<F>) {
     let mut last = Instant::now();
     loop {
         // Spare files for the next saves; a failure only means saves create their own.
@@ -142,7 +233,7 @@ fn run(shared: &Shared, target: &Target) {
             let mut st = shared.lock();
             loop {
                 if st.stop {
-                    break (st.written.take(), true);
+                    break (st.take_flushable(), true);
                 }
                 if st.saved {
                     // A save used a spare file: make another first.
@@ -152,7 +243,14 @@ fn run(shared: &Shared, target: &Target) {
                 if st.written.is_some() {
                     let wait = target.period.saturating_sub(last.elapsed());
                     if wait.is_zero() {
-                        break (st.written.take(), false);
+                        match st.take_flushable() {
+                            Some(upto) => break (Some(upto), false),
+                            // Every row is behind one still pending: a period more.
+                            None => {
+                                last = Instant::now();
+                                continue;
+                            }
+                        }
                     }
                     st = shared
                         .wake
@@ -166,6 +264,9 @@ fn run(shared: &Shared, target: &Target) {
         };
         if let Some(upto) = upto {
             if let Err(e) = target.flush(upto) {
+                if !stop {
+                    shared.not_flushed(upto);
+                }
                 shared.lock().failed = Some(e);
             }
             last = Instant::now();
@@ -173,5 +274,39 @@ fn run(shared: &Shared, target: &Target) {
         if stop {
             return;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_flush_forgets_only_rows_below_every_pending_one() {
+        let mut st = State::default();
+        assert_eq!(st.take_flushable(), None, "nothing written");
+        st.written = Some(5);
+        st.pending.insert(3, 1);
+        assert_eq!(st.take_flushable(), Some(2), "row 3 is not in place yet");
+        assert_eq!(st.written, Some(5), "rows 3 to 5 wait for the next flush");
+        st.pending.clear();
+        assert_eq!(st.take_flushable(), Some(5));
+        assert_eq!(st.written, None);
+        st.written = Some(2);
+        st.pending.insert(1, 1);
+        assert_eq!(st.take_flushable(), None, "row 1, the first, is pending");
+    }
+
+    #[test]
+    fn a_reservation_is_pending_until_done_or_dropped() {
+        let shared = Shared::default();
+        let a = shared.reserve(1);
+        let b = shared.reserve(3);
+        assert_eq!((a.first, a.last, b.first, b.last), (1, 1, 2, 4));
+        b.done();
+        assert_eq!(shared.lock().take_flushable(), None, "row 1 is pending");
+        drop(a); // its save failed
+        assert_eq!(shared.lock().take_flushable(), Some(4));
+        assert_eq!(shared.lock().take_flushable(), None, "taken");
     }
 }

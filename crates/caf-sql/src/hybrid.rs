@@ -1,18 +1,19 @@
 //! [`HybridStore`]: checkpoint files as the source of truth, a database as their index.
 
 use crate::checkpoint::save::{Encoded, SyncOutcome};
+use crate::connection::AnyConnection;
 use crate::error::SqlError;
-use crate::flusher::{self, Flusher};
+use crate::flusher::{self, Flusher, Reserved};
+use crate::recover::{recover, Recovery};
 use crate::unflushed::{self, Writer};
 use crate::SqlStore;
-use caf_core::format::{encode, Checkpoint};
-use caf_core::store::{read_regular_file, sync_dir, AtomicWriteOptions};
+use caf_core::format::Checkpoint;
+use caf_core::store::{AtomicWriteOptions, Fs, RealFs};
 use caf_core::{
     CheckpointId, CheckpointStore, CheckpointSummary, DamagedCheckpoint, Error, ExecutionId,
     FileStore, ListFilter, LoadSource, Result,
 };
 use std::borrow::Cow;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 /// Files plus a database, kept in sync on every save.
@@ -27,7 +28,8 @@ use std::sync::Arc;
 ///   byte (a checkpoint loaded from the database encodes to exactly its file). Where the boot
 ///   cannot be told (not Linux), files are flushed as well, as a [`FileStore`] does.
 ///   If the database refuses the save, nothing is saved (no file appears); if the file cannot
-///   be put in place after the commit, the commit of a new checkpoint is undone.
+///   be put in place after the commit, the commit of a new checkpoint is undone (a failure
+///   after the file is in place, appending to the index, leaves the checkpoint saved in both).
 /// - **load** and **list** read the files (the file store's index: listing opens no
 ///   checkpoint). The files are the truth, and they also show checkpoints saved into the
 ///   directory by someone else that the database has not seen yet; both are fast.
@@ -43,12 +45,14 @@ use std::sync::Arc;
 ///   database row with no file.
 ///
 /// Analytics and SQL go to [`HybridStore::sql`].
+///
+/// `F` is the file system the files go through: the real one, unless a test gives its double.
 #[derive(Debug)]
-pub struct HybridStore {
-    files: Arc<FileStore>,
+pub struct HybridStore<F: Fs = RealFs> {
+    files: Arc<FileStore<F>>,
     sql: Arc<SqlStore>,
     /// Present when files are written without flushing (the database commit is the flush).
-    unflushed: Option<(Writer, Flusher)>,
+    unflushed: Option<(Writer, Flusher<F>)>,
     recovery: Recovery,
 }
 
@@ -68,31 +72,25 @@ impl Default for HybridOptions {
     }
 }
 
-/// What opening a hybrid store did for the files the last saves before a power loss may have
-/// left missing or torn.
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct Recovery {
-    /// Files written again from the database.
-    pub rewritten: Vec<CheckpointId>,
-    /// Files that could not be written again, and why (their records stay).
-    pub failed: Vec<(CheckpointId, String)>,
-}
-
-impl HybridStore {
+impl<F: Fs> HybridStore<F> {
     /// Files and database, as they are (see [`SqlStore::sync_from`] to bring in files the
     /// database has not seen). Files the last saves before a power loss left missing or torn are
     /// written again from the database first ([`HybridStore::recovery`] says which).
-    pub fn new(files: FileStore, sql: SqlStore) -> Result<Self> {
+    pub fn new(files: FileStore<F>, sql: SqlStore) -> Result<Self> {
         Self::with_options(files, sql, HybridOptions::default())
     }
 
     /// [`HybridStore::new`] with options.
-    pub fn with_options(files: FileStore, sql: SqlStore, options: HybridOptions) -> Result<Self> {
+    pub fn with_options(
+        files: FileStore<F>,
+        sql: SqlStore,
+        options: HybridOptions,
+    ) -> Result<Self> {
         let sql = Arc::new(sql);
         let meta_dir = files.root().join(".caf");
         let boot = unflushed::boot_id();
         // A directory whose store id cannot be made (read-only) keeps flushing its files.
-        let store_id = unflushed::store_id(&meta_dir).ok();
+        let store_id = unflushed::store_id(files.fs(), &meta_dir).ok();
         let mut files = files;
         if boot.is_some() {
             files.set_write_options(AtomicWriteOptions { durable: false });
@@ -100,24 +98,23 @@ impl HybridStore {
         let mut recovery = Recovery::default();
         if let Some(store_id) = &store_id {
             recovery = recover(&files, &sql, store_id, boot.as_deref())?;
-            if !recovery.rewritten.is_empty() {
+            if recovery.changed_files() {
                 // Open again, so that what was found damaged on open is no longer reported.
-                files = FileStore::open_with(files.root(), files.options())?;
+                files = FileStore::open_with_fs(files.fs().clone(), files.root(), files.options())?;
             }
             if recovery.failed.is_empty() {
                 let earlier = unflushed::earlier_boots(&meta_dir, boot.as_deref());
-                unflushed::clear_marks(&meta_dir, &earlier)?;
+                unflushed::clear_marks(files.fs(), &meta_dir, &earlier)?;
             }
         }
         let files = Arc::new(files);
         let unflushed = match (store_id, boot) {
             (Some(store_id), Some(boot_id)) => {
-                unflushed::mark_boot(&meta_dir, &boot_id)?;
+                unflushed::mark_boot(files.fs(), &meta_dir, &boot_id)?;
                 let writer = Writer {
                     store_id,
                     boot_id,
                     writer: fastrand::i64(1..i64::MAX),
-                    recorded: Default::default(),
                 };
                 let flusher = Flusher::start(flusher::Target {
                     files: Arc::clone(&files),
@@ -138,7 +135,7 @@ impl HybridStore {
     }
 
     /// The file store.
-    pub fn files(&self) -> &FileStore {
+    pub fn files(&self) -> &FileStore<F> {
         &self.files
     }
 
@@ -156,10 +153,10 @@ impl HybridStore {
     /// second), and reports a background flush that failed since the last call.
     pub fn flush(&self) -> Result<()> {
         match &self.unflushed {
-            Some((_, f)) => f.flush_now().map_err(|message| Error::Backend {
+            Some((_, f)) => f.flush_now().map_err(|e| Error::Backend {
                 backend: self.sql.backend().name(),
-                message: format!("flushing saved files: {message}"),
-                source: None,
+                message: format!("flushing saved files: {e}"),
+                source: Some(Box::new(e)),
             }),
             None => Ok(()),
         }
@@ -176,7 +173,7 @@ impl HybridStore {
     }
 
     /// Both stores back (after a last flush).
-    pub fn into_parts(mut self) -> (FileStore, SqlStore) {
+    pub fn into_parts(mut self) -> (FileStore<F>, SqlStore) {
         if let Some((_, mut f)) = self.unflushed.take() {
             f.stop();
         }
@@ -197,7 +194,35 @@ impl HybridStore {
     /// that came back after a power loss would be a checkpoint the database lacks.
     fn sync_deletion(&self, deleted: bool) -> Result<()> {
         if deleted && self.unflushed.is_some() {
-            sync_dir(self.files.root())?;
+            let root = self.files.root();
+            self.files
+                .fs()
+                .sync_dir(root)
+                .map_err(|e| Error::io(root, e))?;
+        }
+        Ok(())
+    }
+
+    /// Numbers the records of a save or a delete of `count` files (`None` for a store that
+    /// flushes its files): see [`Flusher::reserve`].
+    fn reserve(&self, count: usize) -> Option<Reserved<'_>> {
+        self.unflushed.as_ref().map(|(_, f)| f.reserve(count))
+    }
+
+    /// Records, in the transaction of a save or a delete, that the files of `ids` change
+    /// without being flushed, under the numbers `reserved` holds.
+    fn record_unflushed(
+        &self,
+        conn: &mut AnyConnection,
+        reserved: Option<&Reserved<'_>>,
+        ids: &[&str],
+    ) -> crate::Result<()> {
+        let (Some((w, _)), Some(r)) = (&self.unflushed, reserved) else {
+            return Ok(());
+        };
+        for (n, id) in (r.first..=r.last).zip(ids) {
+            unflushed::record(conn, w, n, id)
+                .map_err(SqlError::query(conn.backend(), "recording its file"))?;
         }
         Ok(())
     }
@@ -211,64 +236,10 @@ impl HybridStore {
     }
 }
 
-/// Checks the files recorded as unflushed: those of an earlier boot (a power loss came between)
-/// against their database copy, byte for byte; those of this boot only for being there (a
-/// writer killed between its commit and its rename). Any that differs is written again from
-/// the database, and the file system is synced before the earlier boot's records are
-/// forgotten.
-fn recover(
-    files: &FileStore,
-    sql: &SqlStore,
-    store_id: &str,
-    boot: Option<&str>,
-) -> Result<Recovery> {
-    let rows = sql
-        .with_conn(|c| unflushed::of_store(c, store_id))
-        .map_err(SqlError::query(sql.backend(), "reading unflushed files"))?;
-    let mut out = Recovery::default();
-    let mut earlier_boot = false;
-    for row in rows {
-        let earlier = Some(row.boot_id.as_str()) != boot;
-        earlier_boot |= earlier;
-        let Ok(id) = CheckpointId::new(&row.checkpoint_id) else {
-            continue;
-        };
-        let path = files.path_of(&id);
-        if !earlier && std::fs::symlink_metadata(&path).is_ok() {
-            continue;
-        }
-        let checkpoint = match sql.load_checkpoint(&id) {
-            Ok(c) => c,
-            // Deleted since: nothing to write.
-            Err(SqlError::NotFound { .. }) => continue,
-            Err(e) => return Err(e.into()),
-        };
-        let bytes = encode(&checkpoint).map_err(|error| Error::Encode {
-            id: id.to_string(),
-            error,
-        })?;
-        let whole = read_regular_file(&path, bytes.len() as u64).is_ok_and(|b| b == bytes);
-        if whole {
-            continue;
-        }
-        match files.save_encoded(&checkpoint, &bytes) {
-            Ok(_) => out.rewritten.push(id),
-            Err(e) => out.failed.push((id, e.to_string())),
-        }
-    }
-    if !out.rewritten.is_empty() || earlier_boot {
-        unflushed::sync_file_system(files.root())?;
-    }
-    if earlier_boot && out.failed.is_empty() {
-        sql.with_conn(|c| unflushed::forget_earlier_boots(c, store_id, boot.unwrap_or("")))
-            .map_err(SqlError::query(sql.backend(), "forgetting checked files"))?;
-    }
-    Ok(out)
-}
-
-impl HybridStore {
+impl<F: Fs> HybridStore<F> {
     /// Saves a checkpoint already redacted by the file store's redactor, encoded as `bytes`:
-    /// stages its file, commits its rows, then puts the file in place.
+    /// stages its file (as it is: not redacted again), commits its rows, then puts the file in
+    /// place.
     fn save_redacted(&self, checkpoint: &Checkpoint, bytes: &[u8]) -> Result<CheckpointSummary> {
         let id = &checkpoint.id;
         let enc = Encoded::from_bytes(bytes).ok_or_else(|| Error::Encode {
@@ -278,41 +249,36 @@ impl HybridStore {
                 message: "no integrity line".into(),
             },
         })?;
-        let staged = self.files.stage_encoded(checkpoint, bytes)?;
-        let (outcome, seq) = self
+        let staged = self.files.stage_as_is(checkpoint, bytes)?;
+        let reserved = self.reserve(1);
+        let (outcome, ()) = self
             .sql
-            .store_encoded_then(checkpoint, &enc, |conn| match &self.unflushed {
-                Some((w, _)) => {
-                    let n = w.recorded.fetch_add(1, Ordering::Relaxed) + 1;
-                    unflushed::record(conn, w, n, id.as_str())
-                        .map(|_| Some(n))
-                        .map_err(SqlError::query(conn.backend(), "recording its file"))
-                }
-                None => Ok(None),
+            .store_encoded_then(checkpoint, &enc, |conn| {
+                self.record_unflushed(conn, reserved.as_ref(), &[id.as_str()])
             })
             .map_err(|e| self.sql_error(id, e))?;
-        match self.files.publish(staged) {
-            Ok(summary) => {
-                if let (Some((_, f)), Some(seq)) = (&self.unflushed, seq) {
-                    f.written(seq);
-                }
-                Ok(summary)
-            }
-            Err(e) => {
-                // Undo the commit of a new checkpoint, so that the database does not hold one
-                // the files lack (a replaced one keeps its new version: `caf verify` reports it).
-                if outcome == SyncOutcome::Added {
-                    let _ = self.sql.delete_checkpoint(id);
-                }
-                Err(e)
-            }
+        let published = self.files.try_publish(staged);
+        if let Some(r) =
+            reserved.filter(|_| published.as_ref().map_or_else(|u| u.in_place, |_| true))
+        {
+            r.done();
         }
+        published.map_err(|u| {
+            // A file that did not get in place: undo the commit of a new checkpoint, so that
+            // the database does not hold one the files lack (a replaced one keeps its new
+            // version: `caf verify` reports it). A file in place (what failed came after the
+            // rename: appending to the index) is a saved checkpoint, in both copies.
+            if !u.in_place && outcome == SyncOutcome::Added {
+                let _ = self.sql.delete_checkpoint(id);
+            }
+            u.error
+        })
     }
 }
 
-impl CheckpointStore for HybridStore {
+impl<F: Fs> CheckpointStore for HybridStore<F> {
     fn save(&self, checkpoint: &Checkpoint) -> Result<CheckpointSummary> {
-        let redacted = self.files.redactor().redact(checkpoint);
+        let redacted = self.files.redactor().redact_for(checkpoint, self);
         let bytes = self.files.encode(&redacted.checkpoint)?;
         self.save_redacted(&redacted.checkpoint, &bytes)
     }
@@ -320,7 +286,12 @@ impl CheckpointStore for HybridStore {
     /// Redacts the checkpoint with the file store's rules (encoding it again if that changed
     /// it), so that file and database hold the same redacted copy.
     fn save_encoded(&self, checkpoint: &Checkpoint, bytes: &[u8]) -> Result<CheckpointSummary> {
-        match self.files.redactor().redact(checkpoint).checkpoint {
+        match self
+            .files
+            .redactor()
+            .redact_for(checkpoint, self)
+            .checkpoint
+        {
             Cow::Borrowed(_) => self.save_redacted(checkpoint, bytes),
             Cow::Owned(redacted) => {
                 let bytes = self.files.encode(&redacted)?;
@@ -331,6 +302,23 @@ impl CheckpointStore for HybridStore {
 
     fn load(&self, id: &CheckpointId) -> Result<Checkpoint> {
         self.load_with_source(id).map(|(c, _)| c)
+    }
+
+    /// The file store's newest (found from its index, read on the fast path); when that file is
+    /// damaged, the newest through [`load`](CheckpointStore::load), which falls back to the
+    /// database's intact copy.
+    fn latest(&self, execution_id: &ExecutionId) -> Result<Option<Checkpoint>> {
+        match self.files.latest(execution_id) {
+            Err(Error::Load { .. } | Error::NotRegularFile { .. }) => {
+                let mut filter = ListFilter::execution(execution_id);
+                filter.limit = Some(1);
+                match self.list(&filter)?.into_iter().next() {
+                    Some(s) => self.load(&s.id).map(Some),
+                    None => Ok(None),
+                }
+            }
+            other => other,
+        }
     }
 
     fn load_with_source(&self, id: &CheckpointId) -> Result<(Checkpoint, LoadSource)> {
@@ -367,21 +355,42 @@ impl CheckpointStore for HybridStore {
         self.files.pruned()
     }
 
+    fn describe(&self) -> String {
+        self.files.describe()
+    }
+
     fn list(&self, filter: &ListFilter) -> Result<Vec<CheckpointSummary>> {
         self.files.list(filter)
     }
 
+    /// The database first, with a record of the file about to go (so that a power loss
+    /// between the two cannot leave a file the database lacks: see [`crate::Recovery`]), then
+    /// the file, and its directory is flushed.
     fn delete(&self, id: &CheckpointId) -> Result<bool> {
-        let in_sql = self.sql.delete_checkpoint(id)?;
+        let reserved = self.reserve(1);
+        let (in_sql, ()) = self.sql.delete_checkpoint_then(id, |conn| {
+            self.record_unflushed(conn, reserved.as_ref(), &[id.as_str()])
+        })?;
         let in_files = self.files.delete(id)?;
         self.sync_deletion(in_files)?;
+        if let Some(r) = reserved {
+            r.done();
+        }
         Ok(in_sql || in_files)
     }
 
     fn delete_execution(&self, execution_id: &ExecutionId) -> Result<usize> {
-        self.sql.delete_execution_checkpoints(execution_id)?;
+        let files = self.files.list(&ListFilter::execution(execution_id))?;
+        let ids: Vec<&str> = files.iter().map(|s| s.id.as_str()).collect();
+        let reserved = self.reserve(ids.len());
+        let (_, ()) = self.sql.delete_execution_then(execution_id, |conn| {
+            self.record_unflushed(conn, reserved.as_ref(), &ids)
+        })?;
         let removed = self.files.delete_execution(execution_id)?;
         self.sync_deletion(removed > 0)?;
+        if let Some(r) = reserved {
+            r.done();
+        }
         Ok(removed)
     }
 

@@ -95,9 +95,13 @@
 //! checkpoint again changes nothing (its checksum is compared first); another checkpoint under
 //! an existing id replaces it. SQLite runs in WAL mode with a busy timeout and foreign keys on,
 //! and writers take the lock up front (`BEGIN IMMEDIATE`), so concurrent processes wait for each
-//! other instead of failing with "database is locked"; `synchronous = FULL`, so that a commit
-//! is on disk when it returns (see [`Durability`]). On PostgreSQL the writers of one execution take turns on a
-//! transaction-scoped advisory lock, and a save that loses a race is retried.
+//! other instead of failing with "database is locked". A commit is on disk when it returns (see
+//! [`Durability`]): by default a SQLite writer commits with `synchronous = NORMAL` and then
+//! flushes the log itself once it has released the write lock, so that concurrent writers share
+//! flushes (group commit, `group_commit.rs`), and writers of one database take turns on a
+//! blocking file lock (`DB-writer.lock`) rather than sleep in SQLite's busy handler. On
+//! PostgreSQL the writers of one execution take turns on a transaction-scoped advisory lock, and
+//! a save that loses a race is retried.
 //!
 //! ## Statements: few, and prepared once
 //!
@@ -133,8 +137,9 @@
 //!   `analytics` (thoughts, tool calls, statistics), `sql_console` (`read_only_sql`, and
 //!   `statement_starts`: refusing a text that is not one statement), `files` (`sync_from`,
 //!   `reindex_from`), `copies` (the database as a second copy of the files), `verify`,
-//!   `pruned` (tombstones), `unflushed` and `flusher` (files a hybrid store wrote without
-//!   flushing, and the thread that syncs them), `columns` (how values become columns), `connection`, `open`,
+//!   `pruned` (tombstones), `unflushed` and `flusher` (files a hybrid store wrote or removed
+//!   without flushing, and the thread that syncs them), `recover` (what opening does with those
+//!   records after a power loss), `columns` (how values become columns), `connection`, `open`,
 //!   `store`, `hybrid`, `schema`, `error`.
 
 #![forbid(unsafe_code)]
@@ -150,6 +155,7 @@ mod error;
 mod executions;
 mod files;
 mod flusher;
+mod group_commit;
 mod hybrid;
 mod list;
 #[cfg(feature = "test-support")]
@@ -157,6 +163,7 @@ mod measure;
 pub mod open;
 mod pruned;
 mod queries;
+mod recover;
 pub mod schema;
 #[cfg(all(feature = "postgres", feature = "test-support"))]
 mod scratch;
@@ -173,11 +180,12 @@ pub use connection::{redact, sqlite_path, Backend, Durability, SqlOptions};
 pub use copies::{DatabaseCopy, Disagreement};
 pub use error::{Result, SqlError};
 pub use files::{FileProblem, ReindexReport, SyncReport};
-pub use hybrid::{HybridOptions, HybridStore, Recovery};
+pub use hybrid::{HybridOptions, HybridStore};
 #[cfg(feature = "test-support")]
 pub use measure::TableCounts;
-pub use open::{Access, Location, OpenError, Store};
+pub use open::{Access, DeleteError, Location, OpenError, Store};
 pub use queries::{ThoughtRow, ToolCallRow};
+pub use recover::Recovery;
 #[cfg(all(feature = "postgres", feature = "test-support"))]
 pub use scratch::ScratchDatabase;
 pub use sql_console::SqlRows;

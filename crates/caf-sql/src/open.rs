@@ -13,6 +13,7 @@
 use crate::{HybridStore, SqlError, SqlStore};
 use caf_core::config::Config;
 use caf_core::redact::RedactionRules;
+use caf_core::store::{AsyncStore, SaveMode};
 use caf_core::{Checkpoint, CheckpointId, CheckpointStore, FileStore};
 use std::path::{Path, PathBuf};
 
@@ -94,6 +95,18 @@ pub enum OpenError {
     },
 }
 
+/// Why [`Store::delete_all`] deleted nothing, or stopped.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum DeleteError {
+    /// These checkpoints are not in the store; nothing was deleted.
+    #[error("{} not found", .0.iter().map(|id| format!("checkpoint {id}")).collect::<Vec<_>>().join(", "))]
+    Missing(Vec<CheckpointId>),
+    /// The store failed (the checkpoints before the failing one are deleted).
+    #[error(transparent)]
+    Store(#[from] caf_core::Error),
+}
+
 /// An open store of one of the three kinds.
 #[derive(Debug)]
 pub enum Store {
@@ -103,6 +116,9 @@ pub enum Store {
     Hybrid(Box<HybridStore>),
     /// A database only.
     Sql(SqlStore),
+    /// One of the others, its saves written by a background writer (the `async` durability
+    /// mode, [`caf_core::store::SaveMode::Async`]): see [`Store::into_async`].
+    Async(Box<AsyncStore<Store>>),
 }
 
 impl std::ops::Deref for Store {
@@ -112,6 +128,7 @@ impl std::ops::Deref for Store {
             Self::Files(s) => s,
             Self::Hybrid(s) => s.as_ref(),
             Self::Sql(s) => s,
+            Self::Async(s) => s.as_ref(),
         }
     }
 }
@@ -119,21 +136,49 @@ impl std::ops::Deref for Store {
 caf_core::delegate_checkpoint_store!(impl[] Store, |this| &**this);
 
 impl Store {
-    /// The file store, unless the database is used alone.
+    /// This store with the durability `mode`: [`SaveMode::Async`] hands its saves to a
+    /// background writer ([`AsyncStore`]); dropping it waits until they are written.
+    pub fn into_async_if(self, mode: SaveMode) -> Self {
+        match (mode, self) {
+            (SaveMode::Async, s @ Self::Async(_)) => s,
+            (SaveMode::Async, s) => Self::Async(Box::new(AsyncStore::new(s))),
+            (SaveMode::Sync, s) => s,
+        }
+    }
+
+    /// Waits until every save is written (an async store's queue); returns a failed one.
+    /// Nothing to wait for in the other modes.
+    pub fn flush(&self) -> caf_core::Result<()> {
+        match self {
+            Self::Async(a) => a.flush(),
+            _ => Ok(()),
+        }
+    }
+
+    /// The file store, unless the database is used alone. (An async store's writer is waited
+    /// for first, so that the files hold every save made so far.)
     pub fn files(&self) -> Option<&FileStore> {
         match self {
             Self::Files(f) => Some(f),
             Self::Hybrid(h) => Some(h.files()),
             Self::Sql(_) => None,
+            Self::Async(a) => {
+                a.wait_idle();
+                a.inner().files()
+            }
         }
     }
 
-    /// The database, if there is one.
+    /// The database, if there is one. (An async store's writer is waited for first.)
     pub fn sql(&self) -> Option<&SqlStore> {
         match self {
             Self::Files(_) => None,
             Self::Hybrid(h) => Some(h.sql()),
             Self::Sql(s) => Some(s),
+            Self::Async(a) => {
+                a.wait_idle();
+                a.inner().sql()
+            }
         }
     }
 
@@ -150,8 +195,31 @@ impl Store {
         in_files || in_db
     }
 
-    /// The stored size of a checkpoint: its file, or its encoding.
+    /// Deletes the checkpoints `ids`, all or none: if any is not in the store
+    /// ([`Store::contains`]: a damaged file counts, so that it can be deleted), nothing is
+    /// deleted and the missing ones are returned (`caf delete`, the MCP tool
+    /// `checkpoint_delete`).
+    pub fn delete_all(&self, ids: &[CheckpointId]) -> Result<(), DeleteError> {
+        let missing: Vec<CheckpointId> = ids
+            .iter()
+            .filter(|id| !self.contains(id))
+            .cloned()
+            .collect();
+        if !missing.is_empty() {
+            return Err(DeleteError::Missing(missing));
+        }
+        for id in ids {
+            self.delete(id)?;
+        }
+        Ok(())
+    }
+
+    /// The stored size of a checkpoint: its file, or its encoding (which its file equals,
+    /// byte for byte: what an async store gives without waiting for its writer).
     pub fn stored_size(&self, c: &Checkpoint) -> u64 {
+        if let Self::Async(_) = self {
+            return caf_core::format::encode(c).map_or(0, |b| b.len() as u64);
+        }
         match self.files() {
             Some(f) => std::fs::metadata(f.path_of(&c.id)).map_or(0, |m| m.len()),
             None => caf_core::format::encode(c).map_or(0, |b| b.len() as u64),

@@ -6,8 +6,9 @@ use crate::checkpoint::save::{save_in_tx, Encoded, SyncOutcome};
 use crate::connection::{self, AnyConnection, Backend, SqlOptions, Target, TxMode};
 use crate::delete::{delete_execution_in_tx, delete_in_tx};
 use crate::error::{Result, SqlError};
+use crate::group_commit::GroupCommit;
 use crate::list::list_in;
-use caf_core::format::Checkpoint;
+use caf_core::format::{Checkpoint, Encoder};
 use caf_core::redact::{RedactionRules, Redactor};
 use caf_core::{CheckpointId, CheckpointStore, CheckpointSummary, ExecutionId, ListFilter};
 use std::sync::{Mutex, MutexGuard};
@@ -44,6 +45,14 @@ pub struct SqlStore {
     read_only: Mutex<Option<AnyConnection>>,
     /// Replaces secrets before a save writes anything (see [`caf_core::redact`]).
     redactor: Redactor,
+    /// SQLite with [`crate::Durability::Default`]: commits flushed after the write lock is
+    /// released, shared between concurrent writers.
+    pub(crate) group: Option<GroupCommit>,
+    /// How long the last group-commit flush took, in nanoseconds (for benchmarks).
+    last_flush_ns: std::sync::atomic::AtomicU64,
+    /// Encodes what [`save_checkpoint`](Self::save_checkpoint) is given, splicing the canonical
+    /// text of thoughts and tool calls encoded before.
+    encoder: Mutex<Encoder>,
 }
 
 impl std::fmt::Debug for SqlStore {
@@ -68,7 +77,14 @@ impl SqlStore {
     pub fn open_with(url: &str, options: SqlOptions) -> Result<Self> {
         let target = Target::parse(url)?;
         let conn = connection::open(&target, &options)?;
+        let group = match (&target, options.durability) {
+            (Target::Sqlite(path), crate::Durability::Default) => Some(GroupCommit::new(path)),
+            _ => None,
+        };
         Ok(Self {
+            group,
+            last_flush_ns: std::sync::atomic::AtomicU64::new(0),
+            encoder: Mutex::new(Encoder::default()),
             backend: target.backend(),
             target,
             options,
@@ -121,8 +137,43 @@ impl SqlStore {
         f: impl FnOnce(&mut AnyConnection, &mut LineCache) -> Result<T>,
     ) -> Result<T> {
         let mut inner = self.lock();
+        if mode != TxMode::Write {
+            let Inner { conn, cache } = &mut *inner;
+            return conn.in_tx(mode, |conn| f(conn, cache));
+        }
+        let turn = self.group.as_ref().map(GroupCommit::turn);
         let Inner { conn, cache } = &mut *inner;
-        conn.in_tx(mode, |conn| f(conn, cache))
+        let value = conn.in_tx(mode, |conn| f(conn, cache))?;
+        drop(turn);
+        drop(inner);
+        self.flush_commits()?;
+        Ok(value)
+    }
+
+    /// Group commit: flushes SQLite's log once the write lock is released (see
+    /// [`crate::group_commit`]); nothing for other durabilities and PostgreSQL.
+    fn flush_commits(&self) -> Result<()> {
+        let Some(group) = &self.group else {
+            return Ok(());
+        };
+        let t = std::time::Instant::now();
+        let flushed = group.flush();
+        let ns = u64::try_from(t.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        self.last_flush_ns
+            .store(ns, std::sync::atomic::Ordering::Relaxed);
+        flushed
+    }
+
+    /// How long the flush of the last write took, when this store flushes its commits itself
+    /// (SQLite with [`crate::Durability::Default`], see [`crate::Durability`]); `None`
+    /// otherwise. For benchmarks, which report the SQL work of a save apart from its flush.
+    pub fn last_flush(&self) -> Option<std::time::Duration> {
+        self.group.as_ref().map(|_| {
+            std::time::Duration::from_nanos(
+                self.last_flush_ns
+                    .load(std::sync::atomic::Ordering::Relaxed),
+            )
+        })
     }
 
     /// Saves a checkpoint: redacts its secrets, checks and encodes it (to know its checksum and
@@ -131,10 +182,14 @@ impl SqlStore {
         &self,
         checkpoint: &Checkpoint,
     ) -> Result<(CheckpointSummary, SyncOutcome)> {
-        let redacted = self.redactor.redact(checkpoint);
+        let redacted = self.redactor.redact_for(checkpoint, self);
         let checkpoint = &*redacted.checkpoint;
-        let bytes =
-            caf_core::format::encode(checkpoint).map_err(|error| caf_core::Error::Encode {
+        let bytes = self
+            .encoder
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .encode(checkpoint)
+            .map_err(|error| caf_core::Error::Encode {
                 id: checkpoint.id.to_string(),
                 error,
             })?;
@@ -183,6 +238,7 @@ impl SqlStore {
         let mut attempt = 0;
         loop {
             let mut inner = self.lock();
+            let turn = self.group.as_ref().map(GroupCommit::turn);
             let Inner { conn, cache } = &mut *inner;
             match conn.in_tx(TxMode::Write, |conn| {
                 let saved = save_in_tx(conn, cache, checkpoint, enc)?;
@@ -192,10 +248,14 @@ impl SqlStore {
                     if let Some(tip) = saved.tip {
                         cache.put(tip);
                     }
+                    drop(turn);
+                    drop(inner);
+                    self.flush_commits()?;
                     return Ok((saved.outcome, value));
                 }
                 Err(e) if e.is_retryable() && attempt < RETRIES => {
                     attempt += 1;
+                    drop(turn);
                     drop(inner);
                     std::thread::sleep(std::time::Duration::from_millis(
                         fastrand::u64(1..=10) * attempt as u64,
@@ -236,6 +296,28 @@ impl SqlStore {
     /// Deletes every checkpoint of an execution; returns how many there were.
     pub fn delete_execution_checkpoints(&self, execution: &ExecutionId) -> Result<usize> {
         self.retrying(|conn, cache| delete_execution_in_tx(conn, cache, execution))
+    }
+
+    /// Like [`delete_checkpoint`](Self::delete_checkpoint), running `then` in the same
+    /// transaction.
+    pub(crate) fn delete_checkpoint_then<T>(
+        &self,
+        id: &CheckpointId,
+        then: impl Fn(&mut AnyConnection) -> Result<T>,
+    ) -> Result<(bool, T)> {
+        self.retrying(|conn, cache| Ok((delete_in_tx(conn, cache, id)?, then(conn)?)))
+    }
+
+    /// Like [`delete_execution_checkpoints`](Self::delete_execution_checkpoints), running
+    /// `then` in the same transaction.
+    pub(crate) fn delete_execution_then<T>(
+        &self,
+        execution: &ExecutionId,
+        then: impl Fn(&mut AnyConnection) -> Result<T>,
+    ) -> Result<(usize, T)> {
+        self.retrying(|conn, cache| {
+            Ok((delete_execution_in_tx(conn, cache, execution)?, then(conn)?))
+        })
     }
 
     fn retrying<T>(
@@ -288,5 +370,9 @@ impl CheckpointStore for SqlStore {
     fn summary(&self, id: &CheckpointId) -> caf_core::Result<Option<CheckpointSummary>> {
         let mut inner = self.lock();
         Ok(crate::list::summary_in(&mut inner.conn, id)?)
+    }
+
+    fn describe(&self) -> String {
+        self.location()
     }
 }

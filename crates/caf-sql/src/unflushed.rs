@@ -15,6 +15,7 @@
 
 use crate::connection::AnyConnection;
 use crate::statement::Stmt;
+use caf_core::store::{write_atomic_in, Fs};
 use caf_core::{Error, Result};
 use diesel::sql_types::Text;
 use diesel::{QueryResult, QueryableByName, RunQueryDsl};
@@ -32,8 +33,6 @@ pub(crate) struct Writer {
     pub boot_id: String,
     /// A random id of this store instance, so that it forgets only rows of files it wrote.
     pub writer: i64,
-    /// How many rows this writer has recorded.
-    pub recorded: std::sync::atomic::AtomicI64,
 }
 
 /// The current boot's id (Linux: `/proc/sys/kernel/random/boot_id`). `None` where it is not
@@ -48,22 +47,15 @@ pub fn boot_id() -> Option<String> {
         .then(|| id.to_string())
 }
 
-/// Flushes the file system holding `dir` (every file written so far reaches the disk).
-#[cfg(target_os = "linux")]
-pub(crate) fn sync_file_system(dir: &Path) -> Result<()> {
-    let d = std::fs::File::open(dir).map_err(|e| Error::io(dir, e))?;
-    rustix::fs::syncfs(&d).map_err(|e| Error::io(dir, e.into()))
-}
-
-/// Flushes the file system holding `dir` (never called where [`boot_id`] is unknown).
-#[cfg(not(target_os = "linux"))]
-pub(crate) fn sync_file_system(dir: &Path) -> Result<()> {
-    caf_core::store::sync_dir(dir)
+/// Flushes the file system holding `dir` (every file written so far reaches the disk), through
+/// the store's file system `fs`.
+pub(crate) fn sync_file_system<F: Fs>(fs: &F, dir: &Path) -> Result<()> {
+    fs.sync_fs(dir).map_err(|e| Error::io(dir, e))
 }
 
 /// The store id of the directory whose internals are in `meta_dir`, created (and flushed) the
 /// first time.
-pub(crate) fn store_id(meta_dir: &Path) -> Result<String> {
+pub(crate) fn store_id<F: Fs>(fs: &F, meta_dir: &Path) -> Result<String> {
     let path = meta_dir.join("store-id");
     if let Ok(text) = std::fs::read_to_string(&path) {
         let id = text.trim();
@@ -71,14 +63,21 @@ pub(crate) fn store_id(meta_dir: &Path) -> Result<String> {
             return Ok(id.to_string());
         }
     }
-    std::fs::create_dir_all(meta_dir).map_err(|e| Error::io(meta_dir, e))?;
+    fs.create_dir_all(meta_dir)
+        .map_err(|e| Error::io(meta_dir, e))?;
     let id = format!("{:016x}{:016x}", fastrand::u64(..), fastrand::u64(..));
-    caf_core::store::write_atomic(
+    write_atomic_in(
+        fs,
         &path,
         None,
         format!("{id}\n").as_bytes(),
         Default::default(),
     )?;
+    // `.caf/` itself must stay too: without its store id, the records of unflushed files
+    // would name no directory after a power loss.
+    if let Some(root) = meta_dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+        fs.sync_dir(root).map_err(|e| Error::io(root, e))?;
+    }
     // Another process may have made one meanwhile: the file decides.
     let text = std::fs::read_to_string(&path).map_err(|e| Error::io(&path, e))?;
     Ok(text.trim().to_string())
@@ -89,16 +88,20 @@ fn markers(meta_dir: &Path) -> PathBuf {
 }
 
 /// Marks that this boot writes unflushed files in the store (idempotent; flushed).
-pub(crate) fn mark_boot(meta_dir: &Path, boot_id: &str) -> Result<()> {
+pub(crate) fn mark_boot<F: Fs>(fs: &F, meta_dir: &Path, boot_id: &str) -> Result<()> {
     let dir = markers(meta_dir);
     let path = dir.join(boot_id);
     if path.is_file() {
         return Ok(());
     }
-    std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
-    std::fs::File::create(&path).map_err(|e| Error::io(&path, e))?;
-    caf_core::store::sync_dir(&dir)?;
-    caf_core::store::sync_dir(meta_dir)
+    fs.create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
+    match fs.create_new(&path) {
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(Error::io(&path, e)),
+    }
+    fs.sync_dir(&dir).map_err(|e| Error::io(&dir, e))?;
+    fs.sync_dir(meta_dir).map_err(|e| Error::io(meta_dir, e))
 }
 
 /// The boots other than `current` that left a marker: their unflushed files must be checked.
@@ -114,11 +117,11 @@ pub fn earlier_boots(meta_dir: &Path, current: Option<&str>) -> Vec<String> {
 }
 
 /// Removes the markers of earlier boots once their files are checked.
-pub(crate) fn clear_marks(meta_dir: &Path, boots: &[String]) -> Result<()> {
+pub(crate) fn clear_marks<F: Fs>(fs: &F, meta_dir: &Path, boots: &[String]) -> Result<()> {
     let dir = markers(meta_dir);
     for boot in boots {
         let path = dir.join(boot);
-        match std::fs::remove_file(&path) {
+        match fs.remove_file(&path) {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => return Err(Error::io(&path, e)),
@@ -127,8 +130,8 @@ pub(crate) fn clear_marks(meta_dir: &Path, boots: &[String]) -> Result<()> {
     Ok(())
 }
 
-/// Records, in the save's transaction, that `checkpoint_id`'s file is about to be written
-/// unflushed, as the writer's `n`-th.
+/// Records, in the transaction of a save (or a delete), that `checkpoint_id`'s file is about
+/// to be written (or removed) unflushed, as the writer's `n`-th.
 pub(crate) fn record(
     conn: &mut AnyConnection,
     w: &Writer,

@@ -18,7 +18,9 @@ fn append(path: &Path, line: &str) -> std::io::Result<()> {
         .create(true)
         .append(true)
         .open(path)?;
-    writeln!(f, "{line}")?;
+    // One write of the whole line: a kill never leaves half of it (`writeln!` on a bare file
+    // may write its pieces one by one, and the next run's line would join a torn one).
+    f.write_all(format!("{line}\n").as_bytes())?;
     f.sync_data()
 }
 

@@ -268,6 +268,9 @@ pub fn print_stats(s: &Stats) {
 
 /// `caf stats`.
 pub fn stats(t: &Target, json: bool, a: &StatsArgs) -> CmdResult {
+    if a.metrics {
+        return super::metrics::run(t, json);
+    }
     let db = analytics_db(t)?;
     let exec = a.execution.as_deref().map(execution_id).transpose()?;
     let s = db.stats(exec.as_ref()).map_err(|e| sql_failure(&db, e))?;

@@ -5,6 +5,7 @@ use crate::cli::DeleteArgs;
 use crate::output;
 use crate::target::Target;
 use crate::{CmdResult, Failure};
+use caf_sql::DeleteError;
 use serde_json::json;
 
 /// Deletes the named checkpoints (all must exist, else nothing is deleted) or an execution.
@@ -42,17 +43,17 @@ pub fn run(t: &Target, json: bool, a: &DeleteArgs) -> CmdResult {
         .iter()
         .map(|s| checkpoint_id(s))
         .collect::<Result<Vec<_>, _>>()?;
-    let missing: Vec<String> = ids
-        .iter()
-        .filter(|id| !store.contains(id))
-        .map(|id| format!("checkpoint {id} not found in {}", t.describe()))
-        .collect();
-    if !missing.is_empty() {
-        return Err(Failure::with_outcome(missing, "nothing deleted"));
-    }
-    for id in &ids {
-        store.delete(id)?;
-    }
+    store.delete_all(&ids).map_err(|e| match e {
+        DeleteError::Missing(missing) => Failure::with_outcome(
+            missing
+                .iter()
+                .map(|id| format!("checkpoint {id} not found in {}", t.describe()))
+                .collect(),
+            "nothing deleted",
+        ),
+        DeleteError::Store(e) => Failure::from(e),
+        e => Failure::msg(e),
+    })?;
     if json {
         output::print_json(&json!({"deleted": ids}));
     } else {

@@ -11,7 +11,7 @@ use crate::output::{self, BOLD, CYAN, DIM, GREEN, RED, YELLOW};
 use crate::target::Target;
 use crate::{CmdResult, Failure};
 use anstyle::Style;
-use caf_core::diff::{Change, Counter, Op};
+use caf_core::diff::{parent_of, Change, Counter, Op, ParentError};
 use caf_core::format::Checkpoint;
 use caf_core::store::read_checkpoint_file;
 use caf_core::{CheckpointDiff, Limits, ListFilter};
@@ -66,8 +66,8 @@ fn with_parent(dir: &Target, target: &str) -> Result<(Checkpoint, Checkpoint), F
     let (c, _, _) = load_target(dir, target)?;
     let Some(parent) = c.parent_id.clone() else {
         return Err(Failure::msg(format!(
-            "{} is a root checkpoint (it has no parent); name two checkpoints: caf diff A B",
-            c.id
+            "{}; name two checkpoints: caf diff A B",
+            ParentError::Root(c.id.clone())
         )));
     };
     if is_path(target) {
@@ -81,14 +81,14 @@ fn with_parent(dir: &Target, target: &str) -> Result<(Checkpoint, Checkpoint), F
         }
     }
     let store = open_existing(dir)?;
-    match store.load(&parent) {
+    match parent_of(&**store, &c) {
         Ok(p) => Ok((p, c)),
-        Err(caf_core::Error::NotFound { .. }) => Err(Failure::msg(format!(
+        Err(ParentError::Store(e)) => Err(e.into()),
+        Err(_) => Err(Failure::msg(format!(
             "{}: its parent {parent} is not in {}",
             c.id,
             dir.describe()
         ))),
-        Err(e) => Err(e.into()),
     }
 }
 

@@ -6,6 +6,7 @@ use crate::output::{self, BOLD, CYAN, DIM, GREEN, RED, YELLOW};
 use crate::target::Target;
 use crate::{CmdResult, Failure};
 use caf_core::format::{encode, Checkpoint, Limits, ToolStatus};
+use caf_core::inspect::{integrity_checked, Inspection, Stored};
 use caf_core::store::read_checkpoint_file;
 use std::io::Write;
 use std::path::Path;
@@ -108,7 +109,7 @@ fn database_copy(
 /// The checkpoints of the store whose parent is `c` — when `target` is an id, or a file inside
 /// the store's directory; `None` otherwise (a file elsewhere: its store is not known, and
 /// opening an arbitrary directory as a store would write an index into it).
-fn children(t: &Target, target: &str, c: &Checkpoint) -> Option<Vec<String>> {
+fn children(t: &Target, target: &str, c: &Checkpoint) -> Option<Vec<caf_core::CheckpointId>> {
     let dir = t.dir();
     let in_store = !is_path(target)
         || Path::new(target)
@@ -119,16 +120,7 @@ fn children(t: &Target, target: &str, c: &Checkpoint) -> Option<Vec<String>> {
         return None;
     }
     let store = t.open_existing().ok()?;
-    let filter = caf_core::ListFilter::execution(&c.execution_id);
-    let mut out: Vec<String> = store
-        .list(&filter)
-        .unwrap_or_default()
-        .into_iter()
-        .filter(|s| s.parent_id.as_ref() == Some(&c.id))
-        .map(|s| s.id.to_string())
-        .collect();
-    out.reverse(); // oldest first
-    Some(out)
+    Some(caf_core::inspect::children(&**store, c).unwrap_or_default())
 }
 
 /// Shows a checkpoint: `--json` prints the document itself (in the current format).
@@ -146,34 +138,32 @@ pub fn run(t: &Target, json: bool, a: &InspectArgs) -> CmdResult {
         return Ok(());
     }
     let kids = children(t, &a.target, &c);
-    print_view(&c, size, &version, from_database, a.last, kids);
+    let stored = Stored {
+        version: c.version.clone(),
+        integrity_checked: integrity_checked(&version),
+        read_as: version,
+        bytes: size,
+        from_database,
+    };
+    print_view(&Inspection::of(&c, stored, a.last, kids));
     Ok(())
 }
 
 /// What the Format line says of the checksum.
-fn integrity_note(version: &str, from_database: bool) -> String {
-    use caf_core::format::versions::{find, Integrity};
-    if from_database {
-        return "integrity ok (the database's copy)".into();
-    }
-    match find(version).map(|v| v.integrity) {
-        Some(Integrity::None) => format!("no integrity (format {version})"),
-        _ => "integrity ok".into(),
+fn integrity_note(s: &Stored) -> String {
+    if s.from_database {
+        "integrity ok (the database's copy)".into()
+    } else if s.integrity_checked {
+        "integrity ok".into()
+    } else {
+        format!("no integrity (format {})", s.read_as)
     }
 }
 
-fn print_view(
-    c: &Checkpoint,
-    size: u64,
-    version: &str,
-    from_database: bool,
-    last: usize,
-    children: Option<Vec<String>>,
-) {
+fn print_view(v: &Inspection) {
     let mut o = anstream::stdout();
-    let md = &c.metadata;
-    let p = &c.snapshot.progress;
-    let _ = writeln!(o, "{BOLD}Checkpoint{BOLD:#} {CYAN}{}{CYAN:#}", c.id);
+    let p = &v.progress;
+    let _ = writeln!(o, "{BOLD}Checkpoint{BOLD:#} {CYAN}{}{CYAN:#}", v.id);
     let field = |o: &mut anstream::AutoStream<std::io::Stdout>, k: &str, v: String| {
         let _ = writeln!(o, "  {DIM}{k:<10}{DIM:#}  {v}");
     };
@@ -182,55 +172,60 @@ fn print_view(
         "Created",
         format!(
             "{} UTC ({})",
-            output::short_time(c.timestamp),
-            output::age(c.timestamp)
+            output::short_time(v.created),
+            output::age(v.created)
         ),
     );
-    field(&mut o, "Execution", c.execution_id.to_string());
-    let agent = match &md.agent_name {
-        Some(n) => format!("{} ({n})", c.agent_id),
-        None => c.agent_id.clone(),
+    field(&mut o, "Execution", v.execution_id.to_string());
+    let agent = match &v.agent_name {
+        Some(n) => format!("{} ({n})", v.agent_id),
+        None => v.agent_id.clone(),
     };
     field(&mut o, "Agent", agent);
-    field(&mut o, "Reason", md.checkpoint_reason.to_string());
-    if let Some(n) = &md.name {
+    field(&mut o, "Reason", v.reason.to_string());
+    if let Some(n) = &v.name {
         field(&mut o, "Name", n.clone());
     }
-    if let Some(d) = &md.description {
+    if let Some(d) = &v.description {
         field(&mut o, "About", output::clip(d, 100));
     }
-    if !md.labels.is_empty() {
-        field(&mut o, "Labels", md.labels.join(", "));
+    if !v.labels.is_empty() {
+        field(&mut o, "Labels", v.labels.join(", "));
     }
-    let parent = c
+    let parent = v
         .parent_id
         .as_ref()
         .map_or("none (first checkpoint)".to_string(), |p| p.to_string());
-    let branch = md.branch.as_ref().map_or(String::new(), |b| {
+    let branch = v.branch.as_ref().map_or(String::new(), |reason| {
         format!(
             "  {YELLOW}branch{YELLOW:#}{}",
-            b.reason
-                .as_ref()
-                .map_or(String::new(), |r| format!(": {r}"))
+            reason.as_ref().map_or(String::new(), |r| format!(": {r}"))
         )
     });
     field(&mut o, "Parent", format!("{parent}{branch}"));
-    match children.as_deref() {
+    match v.children.as_deref() {
         Some([]) => field(&mut o, "Children", "none (latest)".to_string()),
-        Some(many) => field(&mut o, "Children", many.join(", ")),
+        Some(many) => field(
+            &mut o,
+            "Children",
+            many.iter()
+                .map(|c| c.to_string())
+                .collect::<Vec<_>>()
+                .join(", "),
+        ),
         None => {}
     }
-    let total = p.total_steps.map_or(String::new(), |t| {
-        let pct = (p.step_number.min(t) * 100).checked_div(t).unwrap_or(100);
-        format!("/{t} ({pct}%)")
-    });
-    let remaining = if p.pending_steps.is_empty() {
+    let total = match (p.total_steps, p.percent) {
+        (Some(t), Some(pct)) => format!("/{t} ({pct}%)"),
+        _ => String::new(),
+    };
+    let remaining = if p.remaining_steps.is_empty() {
         "nothing remains".to_string()
     } else {
         format!(
             "{} remaining: {}",
-            p.pending_steps.len(),
-            output::clip(&p.pending_steps.join(", "), 80)
+            p.remaining_steps.len(),
+            output::clip(&p.remaining_steps.join(", "), 80)
         )
     };
     field(
@@ -243,51 +238,47 @@ fn print_view(
         "Cost",
         format!(
             "{}, {}",
-            output::count(md.tokens_used, "token"),
-            output::duration_ms(md.duration_ms)
+            output::count(v.tokens_used, "token"),
+            output::duration_ms(v.duration_ms)
         ),
     );
-    let calls = &c.snapshot.tool_state.calls;
-    let failed = calls
-        .iter()
-        .filter(|t| t.status == ToolStatus::Failed)
-        .count();
+    let n = &v.counts;
     field(
         &mut o,
         "Counts",
         format!(
-            "{}, {} ({failed} failed), {}, {}",
-            output::count_of(c.thought_count(), "thought"),
-            output::count_of(calls.len(), "tool call"),
-            output::count_of(c.snapshot.context.variables.len(), "variable"),
-            output::count_of(c.snapshot.context.messages.len(), "message")
+            "{}, {} ({} failed), {}, {}",
+            output::count_of(n.thoughts, "thought"),
+            output::count_of(n.tool_calls, "tool call"),
+            n.failed_tool_calls,
+            output::count_of(n.variables, "variable"),
+            output::count_of(n.messages, "message")
         ),
     );
-    let migrated = if version == caf_core::CURRENT_VERSION {
+    let migrated = if v.stored.read_as == caf_core::CURRENT_VERSION {
         String::new()
     } else {
-        format!(" (read as {version}, migrated in memory)")
+        format!(" (read as {}, migrated in memory)", v.stored.read_as)
     };
     field(
         &mut o,
         "Format",
         format!(
             "{}{migrated}, {}, {}",
-            c.version,
-            output::bytes(size),
-            integrity_note(version, from_database)
+            v.stored.version,
+            output::bytes(v.stored.bytes),
+            integrity_note(&v.stored)
         ),
     );
 
-    let thoughts = &c.snapshot.thought_chain.thoughts;
-    if !thoughts.is_empty() {
+    if !v.last_thoughts.is_empty() {
         let _ = writeln!(
             o,
             "\n{BOLD}Last thoughts{BOLD:#} {DIM}({} of {}){DIM:#}",
-            last.min(thoughts.len()),
-            thoughts.len()
+            v.last_thoughts.len(),
+            n.thoughts
         );
-        for t in thoughts.iter().skip(thoughts.len().saturating_sub(last)) {
+        for t in &v.last_thoughts {
             let conf = t.confidence.map_or(String::new(), |c| format!(" {c:.2}"));
             let _ = writeln!(
                 o,
@@ -298,14 +289,14 @@ fn print_view(
             );
         }
     }
-    if !calls.is_empty() {
+    if !v.last_tool_calls.is_empty() {
         let _ = writeln!(
             o,
             "\n{BOLD}Last tool calls{BOLD:#} {DIM}({} of {}){DIM:#}",
-            last.min(calls.len()),
-            calls.len()
+            v.last_tool_calls.len(),
+            n.tool_calls
         );
-        for t in calls.iter().skip(calls.len().saturating_sub(last)) {
+        for t in &v.last_tool_calls {
             let (mark, style) = match t.status {
                 ToolStatus::Completed => ("ok", GREEN),
                 ToolStatus::Failed => ("failed", RED),
@@ -325,11 +316,10 @@ fn print_view(
             );
         }
     }
-    let vars = &c.snapshot.context.variables;
-    if !vars.is_empty() {
+    if !v.variables.is_empty() {
         let _ = writeln!(o, "\n{BOLD}Variables{BOLD:#}");
-        for (k, v) in vars {
-            let _ = writeln!(o, "  {k} = {}", output::clip(&v.to_string(), 90));
+        for (k, val) in &v.variables {
+            let _ = writeln!(o, "  {k} = {}", output::clip(&val.to_string(), 90));
         }
     }
 }

@@ -6,6 +6,7 @@ use crate::output::{self, Table, CYAN, DIM};
 use crate::target::Target;
 use crate::{CmdResult, Failure};
 use anstyle::Style;
+use caf_core::store::list_page;
 use caf_core::{CheckpointReason, CheckpointSummary, ListFilter};
 
 /// Lists checkpoints newest first, as a table or a JSON array of summaries.
@@ -27,20 +28,15 @@ pub fn run(t: &Target, json: bool, a: &ListArgs) -> CmdResult {
         limit: a.limit,
         ..ListFilter::default()
     };
-    // An unknown cursor would give an empty page that looks like the end of the list.
-    if let Some(before) = &filter.before {
-        if !store
-            .list(&ListFilter::default())?
-            .iter()
-            .any(|s| &s.id == before)
-        {
+    let items = match list_page(&**store, &filter) {
+        Err(caf_core::Error::NotFound { id, .. }) => {
             return Err(Failure::msg(format!(
-                "checkpoint {before} not found in {} (--before)",
+                "checkpoint {id} not found in {} (--before)",
                 t.describe()
-            )));
+            )))
         }
-    }
-    let items = store.list(&filter)?;
+        r => r?,
+    };
     if json {
         output::print_json(&items);
         return Ok(());

@@ -12,8 +12,8 @@ use crate::graph;
 use crate::output::{self, BOLD, CYAN, DIM, GREEN, RED, YELLOW};
 use crate::target::Target;
 use crate::{CmdResult, Failure};
-use caf_core::{CheckpointId, CheckpointReason, CheckpointSummary, ListFilter, Timestamp};
-use serde::Serialize;
+use caf_core::history::{LogEntry, ParentLink, Relations};
+use caf_core::{CheckpointId, CheckpointReason, CheckpointSummary, ListFilter};
 use std::collections::{HashMap, HashSet};
 use std::io::Write;
 
@@ -24,58 +24,6 @@ pub fn gap_text(parent: &CheckpointId, pruned_between: Option<usize>) -> String 
     match pruned_between {
         None => format!("⋮ parent {parent} not in the store (pruned?)"),
         Some(n) => format!("⋮ {n} pruned since {parent}"),
-    }
-}
-
-/// Where a checkpoint's parent is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Parent {
-    /// It has none.
-    Root,
-    /// In the store, at this index of the listing.
-    Stored(usize),
-    /// Named, but not in the store.
-    Missing,
-}
-
-/// What the whole store says about each of its checkpoints (indexes into the listing).
-struct Relations {
-    parent: Vec<Parent>,
-    /// Children, newest first.
-    children: Vec<Vec<usize>>,
-    /// The newest checkpoint of its execution.
-    latest: Vec<bool>,
-}
-
-impl Relations {
-    /// The relations of `all`, listed newest first.
-    fn of(all: &[CheckpointSummary]) -> Self {
-        let mut position: HashMap<&CheckpointId, usize> = HashMap::with_capacity(all.len());
-        for (i, s) in all.iter().enumerate() {
-            position.entry(&s.id).or_insert(i);
-        }
-        let parent: Vec<Parent> = all
-            .iter()
-            .map(|s| match &s.parent_id {
-                None => Parent::Root,
-                Some(p) => position
-                    .get(p)
-                    .map_or(Parent::Missing, |&i| Parent::Stored(i)),
-            })
-            .collect();
-        let mut children = vec![Vec::new(); all.len()];
-        for (i, p) in parent.iter().enumerate() {
-            if let Parent::Stored(p) = *p {
-                children[p].push(i);
-            }
-        }
-        let mut seen = HashSet::new();
-        let latest = all.iter().map(|s| seen.insert(&s.execution_id)).collect();
-        Self {
-            parent,
-            children,
-            latest,
-        }
     }
 }
 
@@ -136,30 +84,6 @@ fn printable(s: &str) -> String {
         .collect()
 }
 
-/// One checkpoint of `caf --json log`.
-#[derive(Debug, Serialize)]
-struct Entry<'a> {
-    id: &'a CheckpointId,
-    parent_id: Option<&'a CheckpointId>,
-    execution_id: &'a caf_core::ExecutionId,
-    step_number: u64,
-    reason: &'a CheckpointReason,
-    timestamp: Timestamp,
-    name: Option<&'a str>,
-    labels: &'a [String],
-    /// Children anywhere in the store, newest first.
-    children: Vec<&'a CheckpointId>,
-    /// No checkpoint of the store names it as parent.
-    head: bool,
-    /// The newest checkpoint of its execution.
-    latest: bool,
-    /// Its parent is named but not in the store.
-    parent_missing: bool,
-    /// With `--graph`: the lane (column) of its row.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    lane: Option<usize>,
-}
-
 /// Shows the history.
 pub fn run(t: &Target, json: bool, a: &LogArgs) -> CmdResult {
     let store = open_existing(t)?;
@@ -195,7 +119,7 @@ pub fn run(t: &Target, json: bool, a: &LogArgs) -> CmdResult {
             )));
         }
         if json {
-            output::print_json(&Vec::<Entry>::new());
+            output::print_json(&Vec::<LogEntry>::new());
         } else {
             crate::say!("no checkpoints in {}", t.describe());
         }
@@ -212,9 +136,9 @@ pub fn run(t: &Target, json: bool, a: &LogArgs) -> CmdResult {
         shown.iter().map(|&i| (i, None)).collect()
     };
     if json {
-        let entries: Vec<Entry> = rows
+        let entries: Vec<LogEntry> = rows
             .iter()
-            .map(|(i, row)| entry(&all, &rel, *i, row.as_ref().map(|r| r.lane)))
+            .map(|(i, row)| LogEntry::of(&all, &rel, *i, row.as_ref().map(|r| r.lane)))
             .collect();
         output::print_json(&entries);
         return Ok(());
@@ -247,30 +171,6 @@ pub fn run(t: &Target, json: bool, a: &LogArgs) -> CmdResult {
         }
     }
     Ok(())
-}
-
-fn entry<'a>(
-    all: &'a [CheckpointSummary],
-    rel: &Relations,
-    i: usize,
-    lane: Option<usize>,
-) -> Entry<'a> {
-    let s = &all[i];
-    Entry {
-        id: &s.id,
-        parent_id: s.parent_id.as_ref(),
-        execution_id: &s.execution_id,
-        step_number: s.step_number,
-        reason: &s.checkpoint_reason,
-        timestamp: s.timestamp,
-        name: s.name.as_deref(),
-        labels: &s.labels,
-        children: rel.children[i].iter().map(|&c| &all[c].id).collect(),
-        head: rel.children[i].is_empty(),
-        latest: rel.latest[i],
-        parent_missing: rel.parent[i] == Parent::Missing,
-        lane,
-    }
 }
 
 /// How the text output shows checkpoints.
@@ -343,7 +243,7 @@ impl View<'_> {
         }
         let s = &self.all[i];
         match (self.rel.parent[i], &s.parent_id) {
-            (Parent::Missing, Some(p)) => {
+            (ParentLink::Missing, Some(p)) => {
                 let text = match self.gaps.get(p) {
                     Some((Some(kept), n)) => gap_text(kept, Some(*n)),
                     Some((None, n)) => {
@@ -353,7 +253,7 @@ impl View<'_> {
                 };
                 notes.push(format!("{YELLOW}{}{YELLOW:#}", text));
             }
-            (Parent::Stored(p), _) if !self.shown.contains(&p) => {
+            (ParentLink::Stored(p), _) if !self.shown.contains(&p) => {
                 let parent = &self.all[p];
                 notes.push(format!(
                     "{DIM}parent {} is in execution {}{DIM:#}",

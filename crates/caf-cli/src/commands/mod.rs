@@ -7,6 +7,8 @@ pub mod files;
 mod inspect;
 mod list;
 mod log;
+mod mcp;
+mod metrics;
 mod migrate;
 mod prune;
 mod resume;
@@ -54,6 +56,7 @@ pub fn run(cli: Cli) -> CmdResult {
         Command::Stats(a) => database::stats(dir, json, &a),
         Command::Query(q) => database::query(dir, json, &q),
         Command::Sql(a) => database::sql(dir, json, &a),
+        Command::Mcp(a) => mcp::run(dir, &a),
     }
 }
 

@@ -1,16 +1,17 @@
 //! `caf resume EXECUTION|ID`: what a run would resume from (seed 004's "Restored State").
 
-use super::{checkpoint_id, execution_id};
 use crate::cli::ResumeArgs;
 use crate::output::{self, BOLD, DIM, RED, YELLOW};
 use crate::target::Target;
 use crate::{CmdResult, Failure};
 use caf_core::format::StepStatus;
-use caf_core::{CheckpointManager, CheckpointStore, ExecutionStatus, ListFilter, Restored};
-use serde_json::json;
+use caf_core::resume::{restore_target, ProgressView, ResumeError, ResumeView};
+use caf_core::Restored;
+use serde::Serialize;
 use std::io::Write;
 
-/// The restored state of an execution (its latest valid checkpoint) or of a checkpoint.
+/// The restored state of an execution (its latest valid checkpoint) or of a checkpoint, and
+/// the store's unreadable files.
 fn restore(t: &Target, target: &str) -> Result<(Restored, Vec<String>), Failure> {
     // With its database, if the store has one: a damaged file then loads from the database's
     // intact copy (and says so).
@@ -21,46 +22,38 @@ fn restore(t: &Target, target: &str) -> Result<(Restored, Vec<String>), Failure>
         .files()
         .map(|f| f.problems().iter().map(|p| p.error.to_string()).collect())
         .unwrap_or_default();
-    let manager = CheckpointManager::new(&store);
-    if let Ok(e) = execution_id(target) {
-        if !store.list(&ListFilter::execution(&e))?.is_empty() {
-            return Ok((manager.restore_latest(&e)?, unreadable));
-        }
-    }
-    let id = checkpoint_id(target)?;
-    if store.summary(&id)?.is_none() {
-        return Err(Failure::msg(format!(
-            "{target}: no execution or checkpoint with this id in {}",
-            t.describe()
-        )));
-    }
-    Ok((manager.restore(&id)?, unreadable))
+    let restored = restore_target(&*store, target).map_err(|e| match e {
+        e @ ResumeError::BadId { .. } => Failure::Usage(e.to_string()),
+        e @ ResumeError::NotFound(_) => Failure::msg(format!("{e} in {}", t.describe())),
+        ResumeError::Store(e) => Failure::from(e),
+        e => Failure::msg(e),
+    })?;
+    Ok((restored, unreadable))
+}
+
+/// The JSON of `caf resume --json`: the view, and the store's unreadable files.
+#[derive(Serialize)]
+struct JsonView<'a> {
+    #[serde(flatten)]
+    view: &'a ResumeView,
+    unreadable_files: Vec<String>,
 }
 
 /// Shows what a run would resume from.
 pub fn run(t: &Target, json: bool, a: &ResumeArgs) -> CmdResult {
     let (r, unreadable) = restore(t, &a.target)?;
+    let view = ResumeView::of(&r);
     let c = &r.checkpoint;
     let p = &c.snapshot.progress;
-    let status = ExecutionStatus::from_reason(&c.metadata.checkpoint_reason);
-    let (done, total) = if p.plan.is_empty() {
-        let done = p.completed_steps.len();
-        (done, done + p.pending_steps.len())
-    } else {
-        let done = p.plan.iter().filter(|s| s.status.is_done()).count();
-        (done, p.plan.len())
-    };
-    let percent = (done * 100).checked_div(total).unwrap_or(100);
-    let in_flight = r.state.in_flight_tool_calls();
-    let chosen = match &r.chosen {
-        caf_core::Chosen::Requested => None,
-        caf_core::Chosen::Ancestor { head, generations } => Some(format!(
-            "the newest checkpoint {head} is damaged: resuming from its ancestor {generations} generation(s) back"
-        )),
-        caf_core::Chosen::NewestValid { head } => Some(format!(
-            "the newest checkpoint {head} and its ancestors are damaged: resuming from the newest valid checkpoint of the execution, on another line"
-        )),
-    };
+    let ProgressView {
+        done,
+        total,
+        percent,
+        ..
+    } = view.progress;
+    let status = view.status;
+    let in_flight = &view.in_flight_tool_calls;
+    let chosen = &view.chosen;
     if let caf_core::LoadSource::Database {
         database,
         file_error,
@@ -72,27 +65,10 @@ pub fn run(t: &Target, json: bool, a: &ResumeArgs) -> CmdResult {
         ));
     }
     if json {
-        output::print_json(&json!({
-            "checkpoint": c.id,
-            "execution_id": c.execution_id,
-            "agent_id": c.agent_id,
-            "status": status,
-            "resumable": status.is_resumable(),
-            "timestamp": c.timestamp,
-            "reason": c.metadata.checkpoint_reason,
-            "skipped": r.skipped.iter().map(|(id, why)| json!({"id": id, "error": why})).collect::<Vec<_>>(),
-            "chosen": chosen,
-            "from_database": !r.source.is_primary(),
-            "unreadable_files": unreadable,
-            "progress": {"done": done, "total": total, "percent": percent, "step_number": p.step_number},
-            "task": p.task,
-            "completed_steps": p.completed_steps.iter().map(|s| &s.name).collect::<Vec<_>>(),
-            "remaining_steps": r.remaining_steps,
-            "plan": p.plan,
-            "last_error": p.last_error,
-            "in_flight_tool_calls": in_flight,
-            "variables": c.snapshot.context.variables,
-        }));
+        output::print_json(&JsonView {
+            view: &view,
+            unreadable_files: unreadable,
+        });
         return Ok(());
     }
     let mut o = anstream::stdout();

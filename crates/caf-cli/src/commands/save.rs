@@ -5,7 +5,7 @@ use crate::cli::{ForkArgs, LabelArgs, SaveArgs};
 use crate::output;
 use crate::target::Target;
 use crate::{CmdResult, Failure};
-use caf_core::save::{save_parts, Parent, SaveError, SaveRequest};
+use caf_core::save::{save_parts_and_prune, Parent, SaveError, SaveRequest, Saved};
 use caf_core::{
     CheckpointId, CheckpointManager, CheckpointReason, CheckpointStore, Clock, ForkOptions,
     SystemClock,
@@ -42,6 +42,7 @@ pub fn save(t: &Target, json: bool, a: &SaveArgs) -> CmdResult {
         agent_id: a.agent.clone(),
         reason,
         name: a.name.clone(),
+        description: None,
         labels: a.labels.clone(),
         parent,
     };
@@ -55,31 +56,23 @@ pub fn save(t: &Target, json: bool, a: &SaveArgs) -> CmdResult {
     // a bad file stops the save before anything is written.
     let config = caf_core::config::Config::load(t.dir()).map_err(Failure::msg)?;
     let store = t.open_or_create()?;
-    let c = save_parts(
+    let Saved {
+        checkpoint: c,
+        pruned,
+    } = save_parts_and_prune(
         &*store,
         &parts,
         request,
         CheckpointId::generate(),
         SystemClock.now(),
+        config.retention.auto_prune_policy().as_ref(),
     )
     .map_err(|e| match e {
         SaveError::Store(e) => Failure::from(e),
         e @ SaveError::Invalid { .. } => Failure::msg(format!("{source}: {e}; nothing saved")),
         e => Failure::msg(format!("{e}; nothing saved")),
     })?;
-    let pruned = if config.retention.auto_prune && config.retention.policy().has_rules() {
-        caf_core::prune::prune(
-            &*store,
-            &config.retention.policy(),
-            Some(&c.execution_id),
-            SystemClock.now(),
-            false,
-        )?
-        .deleted
-        .len()
-    } else {
-        0
-    };
+    let pruned = pruned.len();
     if json {
         output::print_json(&caf_core::CheckpointSummary::of(&c, store.stored_size(&c)));
     } else {

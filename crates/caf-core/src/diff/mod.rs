@@ -67,3 +67,42 @@ pub fn diff(a: &Checkpoint, b: &Checkpoint) -> CheckpointDiff {
         metadata: deltas::metadata(a, b),
     }
 }
+
+/// Why a checkpoint's parent could not be had ([`parent_of`]).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ParentError {
+    /// The checkpoint has no parent: it starts a line.
+    #[error("{0} is a root checkpoint (it has no parent)")]
+    Root(crate::CheckpointId),
+    /// Its parent is not in the store (pruned, deleted, or saved elsewhere).
+    #[error("{id}: its parent {parent} is not in the store")]
+    Missing {
+        /// The checkpoint.
+        id: crate::CheckpointId,
+        /// Its parent.
+        parent: crate::CheckpointId,
+    },
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] crate::Error),
+}
+
+/// The parent of `c` in `store`, to diff `c` against it (`caf diff ID`, the MCP tool
+/// `checkpoint_diff`).
+pub fn parent_of(
+    store: &dyn crate::CheckpointStore,
+    c: &Checkpoint,
+) -> Result<Checkpoint, ParentError> {
+    let Some(parent) = c.parent_id.clone() else {
+        return Err(ParentError::Root(c.id.clone()));
+    };
+    match store.load(&parent) {
+        Ok(p) => Ok(p),
+        Err(crate::Error::NotFound { .. }) => Err(ParentError::Missing {
+            id: c.id.clone(),
+            parent,
+        }),
+        Err(e) => Err(e.into()),
+    }
+}

@@ -263,7 +263,6 @@ mod tests {
                 duration_ms: 5,
                 checkpoint_reason: CheckpointReason::Other("custom_reason".into()),
                 name: Some("n".into()),
-                redactions: 0,
                 description: Some("d".into()),
                 labels: vec!["b".into(), "a".into()],
                 agent_name: Some("Agent".into()),

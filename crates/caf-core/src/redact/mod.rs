@@ -20,8 +20,10 @@
 //! (arguments, result, error), tool results, context (variables, state, history, messages,
 //! memory), progress (step results, plan parameters and results, the task, errors), the
 //! metadata's description and every `extensions` object. A checkpoint with secrets is saved as
-//! a copy whose `metadata.redactions` counts the values replaced (added to the count it already
-//! had); one without any is saved as it is, byte for byte.
+//! a copy whose `metadata.extensions.redactions` counts the values replaced (added to the count
+//! it already had; [`Metadata::redactions`](crate::format::Metadata::redactions)); one without
+//! any is saved as it is, byte for byte. Stores count the values they replace in the
+//! `checkpoint_redaction_count` metric too ([`Redactor::redact_for`]).
 //!
 //! **Cost.** A redactor remembers, per execution, the thoughts, tool calls, list entries and
 //! variables it has looked at (`redact/memory.rs`), so each save scans only what is new or changed,
@@ -43,7 +45,8 @@
 //! let out = redactor.redact(&c);
 //! assert_eq!(out.replaced, 1);
 //! assert_eq!(out.checkpoint.snapshot.context.variables["api_key"], "[REDACTED:api_key]");
-//! assert_eq!(out.checkpoint.metadata.redactions, 1);
+//! assert_eq!(out.checkpoint.metadata.redactions(), 1);
+//! assert_eq!(out.checkpoint.metadata.extensions["redactions"], 1);
 //! ```
 
 mod items;
@@ -56,6 +59,7 @@ pub use rules::{
 };
 
 use crate::format::Checkpoint;
+use crate::store::CheckpointStore;
 use memory::Memory;
 use std::borrow::Cow;
 use std::sync::Mutex;
@@ -67,7 +71,7 @@ const EXECUTIONS: usize = 32;
 #[derive(Debug)]
 pub struct Redacted<'a> {
     /// The checkpoint to store: the one given when it holds no secret, else a redacted copy
-    /// with `metadata.redactions` counting the values replaced.
+    /// whose `metadata.extensions.redactions` counts the values replaced.
     pub checkpoint: Cow<'a, Checkpoint>,
     /// How many values this redaction replaced (0: the checkpoint is the one given).
     pub replaced: u64,
@@ -104,6 +108,15 @@ impl Redactor {
     /// Its rules.
     pub fn rules(&self) -> &RedactionRules {
         &self.rules
+    }
+
+    /// [`redact`](Self::redact) for a save into `store`: also adds the values replaced to the
+    /// `checkpoint_redaction_count` metric of `store` ([`crate::metrics::redacted`]). What
+    /// every store caf ships calls on its way in.
+    pub fn redact_for<'a>(&self, c: &'a Checkpoint, store: &dyn CheckpointStore) -> Redacted<'a> {
+        let out = self.redact(c);
+        crate::metrics::redacted(store, out.replaced);
+        out
     }
 
     /// `c` with its secrets replaced (see the module docs for what is looked at).
@@ -210,7 +223,8 @@ impl Redactor {
         if let Some((v, _)) = extensions {
             out.extensions = v;
         }
-        out.metadata.redactions = out.metadata.redactions.saturating_add(replaced);
+        let total = out.metadata.redactions().saturating_add(replaced);
+        out.metadata.set_redactions(total);
         Redacted {
             checkpoint: Cow::Owned(out),
             replaced,

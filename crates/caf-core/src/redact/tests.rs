@@ -68,12 +68,13 @@ fn every_part_is_redacted_and_counted() {
     // thought, Authorization, the call's result and the tool's latest result, error, password,
     // slack, jwt, message, memory, plan parameter, task, last error, description
     assert_eq!(out.replaced, 14);
-    assert_eq!(out.checkpoint.metadata.redactions, 14);
+    assert_eq!(out.checkpoint.metadata.redactions(), 14);
+    assert_eq!(out.checkpoint.metadata.extensions["redactions"], 14);
     let bytes = encode(&out.checkpoint).unwrap();
     let back = crate::format::decode(&bytes, &crate::Limits::default()).unwrap();
     assert_eq!(
         back.checkpoint, *out.checkpoint,
-        "the schema accepts the count"
+        "the schema accepts the count (a free-form extension)"
     );
     let text = String::from_utf8(bytes).unwrap();
     for (kind, s) in SAMPLES {
@@ -108,13 +109,22 @@ fn a_clean_or_redacted_checkpoint_is_returned_as_it_is() {
     let out = redactor.redact(&clean);
     assert!(matches!(out.checkpoint, Cow::Borrowed(_)));
     assert_eq!(out.replaced, 0);
+    assert_eq!(out.checkpoint.metadata.redactions(), 0);
+    assert!(
+        !out.checkpoint
+            .metadata
+            .extensions
+            .contains_key("redactions"),
+        "no count when nothing was replaced"
+    );
 
     let once = redactor.redact(&full_of_secrets()).checkpoint.into_owned();
     for r in [&redactor, &Redactor::default()] {
         let again = r.redact(&once);
         assert!(matches!(again.checkpoint, Cow::Borrowed(_)), "idempotent");
         assert_eq!(
-            again.checkpoint.metadata.redactions, 14,
+            again.checkpoint.metadata.redactions(),
+            14,
             "the count is kept"
         );
     }
@@ -124,17 +134,28 @@ fn a_clean_or_redacted_checkpoint_is_returned_as_it_is() {
 }
 
 #[test]
-fn a_count_already_there_is_added_to() {
+fn a_count_already_there_is_added_to_and_other_extensions_stay() {
     let mut c = full_of_secrets();
-    c.metadata.redactions = 4;
-    assert_eq!(
-        Redactor::default()
-            .redact(&c)
-            .checkpoint
-            .metadata
-            .redactions,
-        18
-    );
+    c.metadata.set_redactions(4);
+    c.metadata
+        .extensions
+        .insert("origin".into(), json!("imported"));
+    let out = Redactor::default().redact(&c);
+    assert_eq!(out.replaced, 14);
+    assert_eq!(out.checkpoint.metadata.redactions(), 18);
+    assert_eq!(out.checkpoint.metadata.extensions["origin"], "imported");
+}
+
+#[test]
+fn the_count_reads_only_a_non_negative_integer() {
+    let mut m = crate::format::Metadata::new(CheckpointReason::Manual);
+    assert_eq!(m.redactions(), 0);
+    m.extensions.insert("redactions".into(), json!("three"));
+    assert_eq!(m.redactions(), 0, "an older format's member of that name");
+    m.set_redactions(3);
+    assert_eq!(m.extensions["redactions"], 3);
+    m.set_redactions(0);
+    assert!(m.extensions.is_empty(), "0 leaves no member");
 }
 
 /// The memory never changes the outcome: a redactor that has seen the earlier checkpoints of

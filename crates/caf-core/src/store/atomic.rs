@@ -5,10 +5,13 @@
 //! flushed so that the rename itself survives a crash. A reader sees the old file or the new one,
 //! never a mix; after a crash at any instant the target is whole. On error the temporary file is
 //! removed.
+//!
+//! Every operation goes through the store's [`Fs`] (the real file system unless a test says
+//! otherwise); the public functions here use the real one.
 
+use super::fs::{write_all, Fs, RealFs};
 use crate::error::{Error, Result};
 use std::fs::{File, Metadata};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// How [`write_atomic`] writes.
@@ -34,7 +37,19 @@ pub fn write_atomic(
     bytes: &[u8],
     options: AtomicWriteOptions,
 ) -> Result<Metadata> {
-    stage(target, temp_dir, bytes, options)?.publish()
+    write_atomic_in(&RealFs, target, temp_dir, bytes, options)
+}
+
+/// [`write_atomic`] through `fs` (a store's file system:
+/// [`FileStore::fs`](super::FileStore::fs)).
+pub fn write_atomic_in<F: Fs>(
+    fs: &F,
+    target: &Path,
+    temp_dir: Option<&Path>,
+    bytes: &[u8],
+    options: AtomicWriteOptions,
+) -> Result<Metadata> {
+    stage_in(fs, target, temp_dir, bytes, options)?.publish()
 }
 
 /// Writes `bytes` to a temporary file for `target` (flushed to disk if `options.durable`),
@@ -47,22 +62,40 @@ pub fn stage(
     bytes: &[u8],
     options: AtomicWriteOptions,
 ) -> Result<Staged> {
-    let dir = target
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let staging = temp_dir.unwrap_or(dir);
-    let mut tmp = temp_file(staging, ".caf-tmp-")?;
-    tmp.write_all(bytes).map_err(|e| Error::io(tmp.path(), e))?;
+    stage_in(&RealFs, target, temp_dir, bytes, options)
+}
+
+/// [`stage`] through `fs`.
+pub(crate) fn stage_in<F: Fs>(
+    fs: &F,
+    target: &Path,
+    temp_dir: Option<&Path>,
+    bytes: &[u8],
+    options: AtomicWriteOptions,
+) -> Result<Staged<F>> {
+    let dir = parent_dir(target);
+    let tmp = TempFile::create(fs, temp_dir.unwrap_or(&dir), TEMP_PREFIX)?;
+    fill(tmp, target, dir, bytes, options)
+}
+
+/// Writes `bytes` into the temporary file `tmp` (flushing them if durable): a staged file.
+fn fill<F: Fs>(
+    tmp: TempFile<F>,
+    target: &Path,
+    dir: PathBuf,
+    bytes: &[u8],
+    options: AtomicWriteOptions,
+) -> Result<Staged<F>> {
+    write_all(&tmp.fs, &tmp.file, &tmp.path, bytes).map_err(|e| Error::io(&tmp.path, e))?;
     if options.durable {
-        tmp.as_file()
-            .sync_data()
-            .map_err(|e| Error::io(tmp.path(), e))?;
+        tmp.fs
+            .sync_data(&tmp.file, &tmp.path)
+            .map_err(|e| Error::io(&tmp.path, e))?;
     }
     Ok(Staged {
         tmp,
         target: target.to_path_buf(),
-        dir: dir.to_path_buf(),
+        dir,
         options,
     })
 }
@@ -77,95 +110,165 @@ pub fn stage_into_spare(
     bytes: &[u8],
     options: AtomicWriteOptions,
 ) -> Option<Result<Staged>> {
-    let file = std::fs::OpenOptions::new()
-        .write(true)
-        .truncate(true)
-        .open(&spare)
-        .ok()?;
-    let mut tmp =
-        tempfile::NamedTempFile::from_parts(file, tempfile::TempPath::try_from_path(spare).ok()?);
-    let dir = target
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."))
-        .to_path_buf();
-    let written = tmp
-        .write_all(bytes)
-        .and_then(|()| {
-            if options.durable {
-                tmp.as_file().sync_data()
-            } else {
-                Ok(())
-            }
-        })
-        .map_err(|e| Error::io(tmp.path(), e));
-    Some(written.map(|()| Staged {
-        tmp,
-        target: target.to_path_buf(),
-        dir,
-        options,
-    }))
+    stage_into_spare_in(&RealFs, spare, target, bytes, options)
+}
+
+/// [`stage_into_spare`] through `fs`.
+pub(crate) fn stage_into_spare_in<F: Fs>(
+    fs: &F,
+    spare: PathBuf,
+    target: &Path,
+    bytes: &[u8],
+    options: AtomicWriteOptions,
+) -> Option<Result<Staged<F>>> {
+    let file = fs.open_truncate(&spare).ok()?;
+    let tmp = TempFile {
+        file,
+        path: spare,
+        fs: fs.clone(),
+        keep: false,
+    };
+    Some(fill(tmp, target, parent_dir(target), bytes, options))
 }
 
 /// Makes an empty spare file in `dir` for [`stage_into_spare`].
 pub fn make_spare(dir: &Path) -> Result<PathBuf> {
-    let tmp = temp_file(dir, SPARE_PREFIX)?;
-    tmp.into_temp_path()
-        .keep()
-        .map_err(|e| Error::io(dir, e.error))
+    make_spare_in(&RealFs, dir)
 }
 
-/// A new temporary `.json` file in `dir` named with `prefix`.
-fn temp_file(dir: &Path, prefix: &str) -> Result<tempfile::NamedTempFile> {
-    let mut builder = tempfile::Builder::new();
-    builder.prefix(prefix).suffix(".json");
-    #[cfg(unix)]
-    {
-        // Checkpoints are ordinary documents (meant for git): rw-r--r--, not tempfile's 0600.
-        use std::os::unix::fs::PermissionsExt;
-        builder.permissions(std::fs::Permissions::from_mode(0o644));
-    }
-    builder.tempfile_in(dir).map_err(|e| Error::io(dir, e))
+/// [`make_spare`] through `fs`.
+pub(crate) fn make_spare_in<F: Fs>(fs: &F, dir: &Path) -> Result<PathBuf> {
+    Ok(TempFile::create(fs, dir, SPARE_PREFIX)?.keep())
+}
+
+/// The directory of `target` (`.` for a bare name).
+fn parent_dir(target: &Path) -> PathBuf {
+    target
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."))
+        .to_path_buf()
 }
 
 /// How spare files are named (stale-file cleaning gives them longer).
 pub const SPARE_PREFIX: &str = ".caf-spare-";
 
+/// How temporary files are named.
+const TEMP_PREFIX: &str = ".caf-tmp-";
+
+/// A file of our own in the staging directory, removed when dropped unless kept or renamed.
+#[derive(Debug)]
+struct TempFile<F: Fs> {
+    file: File,
+    path: PathBuf,
+    fs: F,
+    keep: bool,
+}
+
+impl<F: Fs> TempFile<F> {
+    /// A new empty `PREFIX<random>.json` in `dir`.
+    fn create(fs: &F, dir: &Path, prefix: &str) -> Result<Self> {
+        let mut tries = 0;
+        loop {
+            let path = dir.join(format!("{prefix}{}.json", uuid::Uuid::now_v7().simple()));
+            match fs.create_new(&path) {
+                Ok(file) => {
+                    return Ok(Self {
+                        file,
+                        path,
+                        fs: fs.clone(),
+                        keep: false,
+                    })
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && tries < 8 => {
+                    tries += 1;
+                }
+                Err(e) => return Err(Error::io(dir, e)),
+            }
+        }
+    }
+
+    /// Keeps the file (it is not removed when dropped) and returns its path.
+    fn keep(mut self) -> PathBuf {
+        self.keep = true;
+        std::mem::take(&mut self.path)
+    }
+}
+
+impl<F: Fs> Drop for TempFile<F> {
+    fn drop(&mut self) {
+        if !self.keep {
+            let _ = self.fs.remove_file(&self.path);
+        }
+    }
+}
+
 /// A whole file written next to its target, not yet in place (see [`stage`]). Dropped without
 /// [`publish`](Staged::publish), its temporary file is removed.
 #[derive(Debug)]
-pub struct Staged {
-    tmp: tempfile::NamedTempFile,
+pub struct Staged<F: Fs = RealFs> {
+    tmp: TempFile<F>,
     target: PathBuf,
     dir: PathBuf,
     options: AtomicWriteOptions,
 }
 
-impl Staged {
+impl<F: Fs> Staged<F> {
     /// Renames the file over its target (atomic: a reader sees the old file or the new one) and,
     /// when durable, flushes the directory so that the rename survives a power loss. Returns
     /// the metadata of the file.
     pub fn publish(self) -> Result<Metadata> {
-        let meta = self
-            .tmp
-            .as_file()
-            .metadata()
-            .map_err(|e| Error::io(self.tmp.path(), e))?;
-        self.tmp
-            .persist(&self.target)
-            .map_err(|e| Error::io(&self.target, e.error))?;
-        if self.options.durable {
-            sync_dir(&self.dir)?;
+        match self.put_in_place() {
+            Placed::Flushed(meta) => Ok(meta),
+            Placed::Unflushed(_, e) | Placed::Not(e) => Err(e),
         }
-        Ok(meta)
     }
+
+    /// [`Staged::publish`], saying whether the file is in place when something failed.
+    pub(crate) fn put_in_place(mut self) -> Placed {
+        let meta = match self.tmp.file.metadata() {
+            Ok(m) => m,
+            Err(e) => return Placed::Not(Error::io(&self.tmp.path, e)),
+        };
+        if let Err(e) = self.tmp.fs.rename(&self.tmp.path, &self.target) {
+            return Placed::Not(Error::io(&self.target, e));
+        }
+        self.tmp.keep = true;
+        if self.options.durable {
+            if let Err(e) = self.tmp.fs.sync_dir(&self.dir) {
+                return Placed::Unflushed(meta, Error::io(&self.dir, e));
+            }
+        }
+        Placed::Flushed(meta)
+    }
+}
+
+/// What [`Staged::put_in_place`] did.
+#[derive(Debug)]
+pub(crate) enum Placed {
+    /// The file is in place (flushed, if the write is durable); its metadata.
+    Flushed(Metadata),
+    /// The file is in place, but its directory could not be flushed: a power loss may still
+    /// undo the rename.
+    Unflushed(Metadata, Error),
+    /// The target is unchanged.
+    Not(Error),
 }
 
 /// Flushes a directory's entries to disk.
 pub fn sync_dir(dir: &Path) -> Result<()> {
-    File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(|e| Error::io(dir, e))
+    sync_dir_in(&RealFs, dir)
+}
+
+/// [`sync_dir`] through `fs`.
+pub(crate) fn sync_dir_in<F: Fs>(fs: &F, dir: &Path) -> Result<()> {
+    fs.sync_dir(dir).map_err(|e| Error::io(dir, e))
+}
+
+/// Flushes everything written on the file system that holds `dir` to disk: `syncfs` on Linux;
+/// elsewhere, where there is no such call, only the directory (callers there flush each file).
+pub fn sync_file_system(dir: &Path) -> Result<()> {
+    RealFs.sync_fs(dir).map_err(|e| Error::io(dir, e))
 }
 
 #[cfg(test)]

@@ -9,11 +9,54 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 
+/// When a save returns: the durability mode of a store's saves.
+///
+/// `sync` (the default): on disk when `save` returns, as durably as the store writes.
+/// `async`: `save` returns once the checkpoint is handed to an [`AsyncStore`]'s background
+/// writer; order is kept, reads wait for the queue, a failed write comes back from the next call.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SaveMode {
+    /// Durable when `save` returns.
+    #[default]
+    Sync,
+    /// Written by a background writer, in order.
+    Async,
+}
+
+impl SaveMode {
+    /// `sync` or `async`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Sync => "sync",
+            Self::Async => "async",
+        }
+    }
+}
+
+impl std::fmt::Display for SaveMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for SaveMode {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s {
+            "sync" => Ok(Self::Sync),
+            "async" => Ok(Self::Async),
+            other => Err(format!("unknown durability {other:?}: use sync or async")),
+        }
+    }
+}
+
 /// How many encoded saves may wait for the writer before `save` waits too.
 const QUEUE: usize = 256;
 
 struct Queue {
-    jobs: VecDeque<(Checkpoint, Vec<u8>)>,
+    /// Checkpoints to write, with their encoding when the caller made it.
+    jobs: VecDeque<(Checkpoint, Option<Vec<u8>>)>,
     /// The writer is writing a job it took off the queue.
     busy: bool,
     /// The first failed save, not yet reported.
@@ -93,6 +136,30 @@ impl<S: CheckpointStore + 'static> AsyncStore<S> {
         }
     }
 
+    /// Saves `checkpoint`, taking it: returns once it is queued, without copying or encoding
+    /// it. The writer thread checks, encodes and writes it (a checkpoint that cannot be encoded
+    /// fails there, and comes back from the next call as any failed write does). Returns its
+    /// id. What [`save`](CheckpointStore::save) costs the caller, less the encoding and the
+    /// copy: the hand-over LangGraph's `durability="async"` makes.
+    pub fn save_owned(&self, checkpoint: Checkpoint) -> Result<CheckpointId> {
+        let id = checkpoint.id.clone();
+        let mut q = self.shared.lock();
+        if let Some(e) = q.error.take() {
+            return Err(e);
+        }
+        while q.jobs.len() >= QUEUE {
+            q = self.shared.done.wait(q).unwrap_or_else(|p| p.into_inner());
+        }
+        if self.writer.is_none() {
+            drop(q);
+            return self.shared.store.save(&checkpoint).map(|_| id);
+        }
+        q.jobs.push_back((checkpoint, None));
+        drop(q);
+        self.shared.work.notify_one();
+        Ok(id)
+    }
+
     /// The inner store (reading it directly does not wait for the queue).
     pub fn inner(&self) -> &S {
         &self.shared.store
@@ -105,6 +172,15 @@ impl<S: CheckpointStore + 'static> AsyncStore<S> {
             q = self.shared.done.wait(q).unwrap_or_else(|p| p.into_inner());
         }
         q.error.take().map_or(Ok(()), Err)
+    }
+
+    /// Waits until every save made so far is written, leaving a failed one to be reported by
+    /// the next call (reading the inner store directly after this sees every save).
+    pub fn wait_idle(&self) {
+        let mut q = self.shared.lock();
+        while !q.jobs.is_empty() || q.busy {
+            q = self.shared.done.wait(q).unwrap_or_else(|p| p.into_inner());
+        }
     }
 
     /// [`flush`](Self::flush), then the inner store.
@@ -139,7 +215,10 @@ fn write_queue<S: CheckpointStore>(shared: &Shared<S>) {
                 q = shared.work.wait(q).unwrap_or_else(|p| p.into_inner());
             }
         };
-        let written = shared.store.save_encoded(&checkpoint, &bytes);
+        let written = match &bytes {
+            Some(bytes) => shared.store.save_encoded(&checkpoint, bytes),
+            None => shared.store.save(&checkpoint),
+        };
         let mut q = shared.lock();
         q.busy = false;
         if let Err(e) = written {
@@ -183,7 +262,7 @@ impl<S: CheckpointStore + 'static> CheckpointStore for AsyncStore<S> {
             drop(q);
             return self.shared.store.save_encoded(checkpoint, &bytes);
         }
-        q.jobs.push_back((checkpoint.clone(), bytes));
+        q.jobs.push_back((checkpoint.clone(), Some(bytes)));
         drop(q);
         self.shared.work.notify_one();
         Ok(summary)
@@ -227,6 +306,10 @@ impl<S: CheckpointStore + 'static> CheckpointStore for AsyncStore<S> {
 
     fn pruned(&self) -> Result<HashMap<CheckpointId, Tombstone>> {
         self.settled()?.pruned()
+    }
+
+    fn describe(&self) -> String {
+        self.inner().describe()
     }
 }
 
@@ -329,6 +412,51 @@ mod tests {
         store.save(&run[7]).unwrap();
         store.flush().unwrap();
         assert_eq!(store.load(&run[7].id).unwrap(), run[7]);
+    }
+
+    #[test]
+    fn owned_saves_keep_their_order_among_encoded_ones_and_files_equal_encode() {
+        let dir = tempfile::tempdir().unwrap();
+        let run = run(30);
+        {
+            let store = AsyncStore::new(FileStore::open(dir.path()).unwrap());
+            for (i, c) in run.iter().enumerate() {
+                if i % 3 == 0 {
+                    store.save(c).unwrap();
+                } else {
+                    assert_eq!(store.save_owned(c.clone()).unwrap(), c.id);
+                }
+            }
+            assert_eq!(
+                store.latest(&run[0].execution_id).unwrap().as_ref(),
+                run.last()
+            );
+        }
+        let files = FileStore::open(dir.path()).unwrap();
+        for c in &run {
+            let on_disk = std::fs::read(files.path_of(&c.id)).unwrap();
+            assert_eq!(on_disk, crate::format::encode(c).unwrap(), "{}", c.id);
+        }
+    }
+
+    #[test]
+    fn an_owned_checkpoint_that_cannot_be_encoded_fails_on_the_next_call() {
+        let store = AsyncStore::new(MemoryStore::with_max_per_execution(1000));
+        let mut run = run(3);
+        // Nested deeper than the format allows: refused when encoded.
+        let mut deep = serde_json::json!(1);
+        for _ in 0..300 {
+            deep = serde_json::json!([deep]);
+        }
+        run[1].snapshot.context.variables.insert("x".into(), deep);
+        store.save_owned(run[0].clone()).unwrap();
+        store.save_owned(run[1].clone()).unwrap();
+        let e = store.flush().unwrap_err();
+        let Error::BackgroundSave { id, .. } = &e else {
+            panic!("{e}");
+        };
+        assert_eq!(id, run[1].id.as_str());
+        assert_eq!(store.list(&ListFilter::default()).unwrap().len(), 1);
     }
 
     #[test]

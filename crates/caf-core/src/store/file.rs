@@ -1,8 +1,10 @@
 //! [`FileStore`]: one JSON file per checkpoint, `DIR/{id}.json`.
 
 use super::atomic::{
-    make_spare, stage, stage_into_spare, sync_dir, AtomicWriteOptions, Staged, SPARE_PREFIX,
+    make_spare_in, stage_in, stage_into_spare_in, sync_dir_in, AtomicWriteOptions, Placed, Staged,
+    SPARE_PREFIX,
 };
+use super::fs::{create_dir_durable, read_to_end, Fs, RealFs};
 use super::index::{mtime_ns, Entry, Index};
 use super::{CheckpointStore, CheckpointSummary, DamagedCheckpoint, ListFilter};
 use crate::clock::Timestamp;
@@ -12,8 +14,6 @@ use crate::id::{check_id, CheckpointId, ExecutionId};
 use crate::redact::{RedactionRules, Redactor};
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
-use std::fs::File;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime};
@@ -46,12 +46,16 @@ pub struct Problem {
 /// The store never writes outside its directory: ids are checked, files are replaced by rename
 /// (which replaces a symlink rather than following it), and a symlink or other non-regular file
 /// in the directory is never read.
-pub struct FileStore {
+///
+/// `F` is the file system the store goes through: the real one ([`RealFs`], zero-sized) unless a
+/// test gives its double (see [`Fs`]).
+pub struct FileStore<F: Fs = RealFs> {
+    fs: F,
     root: PathBuf,
     /// Where atomic writes stage their temporary files (`.caf/tmp`, when the index is on disk).
     temp_dir: Option<PathBuf>,
     options: FileStoreOptions,
-    index: Mutex<Index>,
+    index: Mutex<Index<F>>,
     encoder: Mutex<Encoder>,
     /// Replaces secrets before anything is written (see [`crate::redact`]).
     redactor: Redactor,
@@ -61,7 +65,7 @@ pub struct FileStore {
     damaged: Vec<DamagedCheckpoint>,
 }
 
-impl std::fmt::Debug for FileStore {
+impl<F: Fs> std::fmt::Debug for FileStore<F> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("FileStore")
             .field("root", &self.root)
@@ -83,7 +87,17 @@ pub fn read_known_checkpoint_file(
     limits: &Limits,
     known_integrity: Option<&str>,
 ) -> Result<Decoded> {
-    let bytes = Arc::new(read_regular_file(path, limits.max_bytes)?);
+    read_known_checkpoint_file_in(&RealFs, path, limits, known_integrity)
+}
+
+/// [`read_known_checkpoint_file`] through `fs`.
+fn read_known_checkpoint_file_in<F: Fs>(
+    fs: &F,
+    path: &Path,
+    limits: &Limits,
+    known_integrity: Option<&str>,
+) -> Result<Decoded> {
+    let bytes = Arc::new(read_regular_file_in(fs, path, limits.max_bytes)?);
     match known_integrity {
         Some(known) => decode_known_shared(&bytes, limits, known),
         None => decode(&bytes, limits),
@@ -96,6 +110,11 @@ pub fn read_known_checkpoint_file(
 
 /// Reads a whole regular file of at most `max_bytes`, refusing symlinks and special files.
 pub fn read_regular_file(path: &Path, max_bytes: u64) -> Result<Vec<u8>> {
+    read_regular_file_in(&RealFs, path, max_bytes)
+}
+
+/// [`read_regular_file`] through `fs`.
+pub(crate) fn read_regular_file_in<F: Fs>(fs: &F, path: &Path, max_bytes: u64) -> Result<Vec<u8>> {
     let meta = std::fs::symlink_metadata(path).map_err(|e| Error::io(path, e))?;
     let ft = meta.file_type();
     if !ft.is_file() {
@@ -121,7 +140,7 @@ pub fn read_regular_file(path: &Path, max_bytes: u64) -> Result<Vec<u8>> {
     if meta.len() > max_bytes {
         return Err(too_large(meta.len()));
     }
-    let file = File::open(path).map_err(|e| Error::io(path, e))?;
+    let file = fs.open_read(path).map_err(|e| Error::io(path, e))?;
     let opened = file.metadata().map_err(|e| Error::io(path, e))?;
     if !same_file(&meta, &opened) {
         // Swapped between the check and the open.
@@ -131,8 +150,7 @@ pub fn read_regular_file(path: &Path, max_bytes: u64) -> Result<Vec<u8>> {
         });
     }
     let mut bytes = Vec::with_capacity(usize::try_from(opened.len()).unwrap_or(0));
-    file.take(max_bytes.saturating_add(1))
-        .read_to_end(&mut bytes)
+    read_to_end(fs, &file, path, &mut bytes, max_bytes.saturating_add(1))
         .map_err(|e| Error::io(path, e))?;
     if bytes.len() as u64 > max_bytes {
         return Err(too_large(bytes.len() as u64));
@@ -153,13 +171,14 @@ fn same_file(_a: &std::fs::Metadata, b: &std::fs::Metadata) -> bool {
 
 /// The entries of `DIR/.caf/` that caf writes: none may be a symbolic link, which could point
 /// anywhere (another store, a system file).
-pub const INTERNALS: [&str; 8] = [
+pub const INTERNALS: [&str; 9] = [
     "",
     "tmp",
     "index.jsonl",
     "lock",
     "pruned.jsonl",
     "caf.db",
+    "caf.db-writer.lock",
     "store-id",
     "unflushed",
 ];
@@ -188,24 +207,37 @@ impl FileStore {
 
     /// Opens (creating if needed) the store in `root`.
     pub fn open_with(root: impl Into<PathBuf>, options: FileStoreOptions) -> Result<Self> {
+        Self::open_with_fs(RealFs, root, options)
+    }
+}
+
+impl<F: Fs> FileStore<F> {
+    /// Opens (creating if needed) the store in `root`, going through `fs`: the real file system
+    /// ([`FileStore::open_with`]), or a test double.
+    pub fn open_with_fs(
+        fs: F,
+        root: impl Into<PathBuf>,
+        options: FileStoreOptions,
+    ) -> Result<Self> {
         let root = root.into();
         if !options.no_create {
-            std::fs::create_dir_all(&root).map_err(|e| Error::io(&root, e))?;
+            create_dir_durable(&fs, &root).map_err(|e| Error::io(&root, e))?;
         }
         let meta_dir = root.join(".caf");
         refuse_linked_internals(&meta_dir)?;
         let mut index = if options.no_create && !meta_dir.is_dir() {
-            Index::in_memory(&meta_dir)
+            Index::in_memory(fs.clone(), &meta_dir)
         } else {
-            Index::open(&meta_dir)
+            Index::open(fs.clone(), &meta_dir)
         };
-        let found = reconcile(&root, &mut index, &options.limits, false)?;
+        let found = reconcile(&fs, &root, &mut index, &options.limits, false)?;
         if found.changed || index.wants_compaction() {
             // Best effort: a read-only directory still gets a correct in-memory index.
             let _ = index.compact();
         }
-        clean_stale_temp_files(&meta_dir.join("tmp"));
+        clean_stale_temp_files(&fs, &meta_dir.join("tmp"));
         Ok(Self {
+            fs,
             root,
             temp_dir: index.temp_dir(),
             options,
@@ -216,6 +248,11 @@ impl FileStore {
             problems: found.problems,
             damaged: found.damaged,
         })
+    }
+
+    /// The file system the store goes through.
+    pub fn fs(&self) -> &F {
+        &self.fs
     }
 
     /// The store's directory.
@@ -248,7 +285,7 @@ impl FileStore {
     /// [`decode_known`](crate::format::decode_known)).
     fn load_known(&self, id: &CheckpointId, known: Option<&str>) -> Result<Decoded> {
         let path = self.path_of(id);
-        match read_known_checkpoint_file(&path, &self.options.limits, known) {
+        match read_known_checkpoint_file_in(&self.fs, &path, &self.options.limits, known) {
             Ok(d) => check_name(&path, id, d),
             Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
                 Err(Error::not_found(id))
@@ -285,12 +322,12 @@ impl FileStore {
     /// found when the store was opened.
     pub fn rebuild_index(&self) -> Result<Vec<Problem>> {
         let mut index = self.index();
-        let found = reconcile(&self.root, &mut index, &self.options.limits, true)?;
+        let found = reconcile(&self.fs, &self.root, &mut index, &self.options.limits, true)?;
         index.compact()?;
         Ok(found.problems)
     }
 
-    fn index(&self) -> MutexGuard<'_, Index> {
+    fn index(&self) -> MutexGuard<'_, Index<F>> {
         self.index.lock().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -308,25 +345,30 @@ impl FileStore {
     /// Every write of the store goes through here, so this is where the store's redaction
     /// happens: a checkpoint holding secrets is written as its redacted copy (encoded again;
     /// `bytes` are then not used). A caller that writes the checkpoint elsewhere too (a
-    /// database) redacts it first with [`FileStore::redactor`], so that both copies agree.
-    pub fn stage_encoded(&self, checkpoint: &Checkpoint, bytes: &[u8]) -> Result<StagedFile> {
-        match self.redactor.redact(checkpoint).checkpoint {
-            Cow::Borrowed(_) => self.stage_redacted(checkpoint, bytes),
+    /// database) redacts it first with [`FileStore::redactor`], so that both copies agree, and
+    /// stages that copy with [`FileStore::stage_as_is`].
+    pub fn stage_encoded(&self, checkpoint: &Checkpoint, bytes: &[u8]) -> Result<StagedFile<F>> {
+        match self.redactor.redact_for(checkpoint, self).checkpoint {
+            Cow::Borrowed(_) => self.stage_as_is(checkpoint, bytes),
             Cow::Owned(redacted) => {
                 let bytes = self.encode(&redacted)?;
-                self.stage_redacted(&redacted, &bytes)
+                self.stage_as_is(&redacted, &bytes)
             }
         }
     }
 
-    /// [`FileStore::stage_encoded`] of a checkpoint already redacted by this store's redactor.
-    fn stage_redacted(&self, checkpoint: &Checkpoint, bytes: &[u8]) -> Result<StagedFile> {
+    /// [`FileStore::stage_encoded`] without redaction: `checkpoint` is written exactly as
+    /// `bytes`. For a checkpoint already redacted by [`FileStore::redactor`] (a hybrid store's
+    /// save: redacting twice would scan it twice), and for a file that must be byte for byte
+    /// another copy of it (a hybrid store writing a file again from its database).
+    pub fn stage_as_is(&self, checkpoint: &Checkpoint, bytes: &[u8]) -> Result<StagedFile<F>> {
         let path = self.path_of(&checkpoint.id);
         let spare = self.take_spare();
-        let staged = match spare.and_then(|s| stage_into_spare(s, &path, bytes, self.options.write))
+        let write = self.options.write;
+        let staged = match spare.and_then(|s| stage_into_spare_in(&self.fs, s, &path, bytes, write))
         {
             Some(staged) => staged?,
-            None => stage(&path, self.temp_dir.as_deref(), bytes, self.options.write)?,
+            None => stage_in(&self.fs, &path, self.temp_dir.as_deref(), bytes, write)?,
         };
         Ok(StagedFile {
             staged,
@@ -347,7 +389,7 @@ impl FileStore {
             if ready >= count {
                 return Ok(());
             }
-            let spare = make_spare(dir)?;
+            let spare = make_spare_in(&self.fs, dir)?;
             self.spares
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
@@ -363,20 +405,45 @@ impl FileStore {
             if made.elapsed() < Duration::from_secs(30 * 60) {
                 return Some(path);
             }
-            let _ = std::fs::remove_file(path);
+            let _ = self.fs.remove_file(&path);
         }
         None
     }
 
     /// Puts a staged file in place (atomically) and indexes it.
-    pub fn publish(&self, file: StagedFile) -> Result<CheckpointSummary> {
-        let meta = file.staged.publish()?;
-        self.index().put(Entry {
+    pub fn publish(&self, file: StagedFile<F>) -> Result<CheckpointSummary> {
+        self.try_publish(file).map_err(|u| u.error)
+    }
+
+    /// [`FileStore::publish`], whose error also says whether the file is in place (what failed
+    /// came after the rename: flushing the directory, or appending to the index). A file in
+    /// place is indexed in any case, so that this store lists what its directory holds.
+    pub fn try_publish(
+        &self,
+        file: StagedFile<F>,
+    ) -> std::result::Result<CheckpointSummary, Unpublished> {
+        let (meta, flushed) = match file.staged.put_in_place() {
+            Placed::Flushed(meta) => (meta, Ok(())),
+            Placed::Unflushed(meta, e) => (meta, Err(e)),
+            Placed::Not(error) => {
+                return Err(Unpublished {
+                    in_place: false,
+                    error,
+                })
+            }
+        };
+        let indexed = self.index().put(Entry {
             summary: file.summary.clone(),
             mtime_ns: mtime_ns(&meta),
             integrity: file.integrity,
-        })?;
-        Ok(file.summary)
+        });
+        match flushed.and(indexed) {
+            Ok(()) => Ok(file.summary),
+            Err(error) => Err(Unpublished {
+                in_place: true,
+                error,
+            }),
+        }
     }
 
     /// Encodes `checkpoint` as [`crate::format::encode`] does, splicing in the text of the thoughts and tool
@@ -415,10 +482,19 @@ impl FileStore {
 
 /// A checkpoint file written but not yet in place (see [`FileStore::stage_encoded`]).
 #[derive(Debug)]
-pub struct StagedFile {
-    staged: Staged,
+pub struct StagedFile<F: Fs = RealFs> {
+    staged: Staged<F>,
     summary: CheckpointSummary,
     integrity: Option<String>,
+}
+
+/// Why [`FileStore::try_publish`] failed, and whether the file is in place all the same.
+#[derive(Debug)]
+pub struct Unpublished {
+    /// The file replaced its target (what failed came after); `false`: the target is unchanged.
+    pub in_place: bool,
+    /// What failed.
+    pub error: Error,
 }
 
 /// The integrity checksum an encoded checkpoint states on its `integrity` line, read without
@@ -507,12 +583,13 @@ type Unindexable = (Error, Option<Vec<u8>>);
 
 /// Reads the file of `id` for the index: the checkpoint and the checksum it states (when it is in
 /// the current format).
-fn read_for_index(
+fn read_for_index<F: Fs>(
+    fs: &F,
     path: &Path,
     id: &CheckpointId,
     limits: &Limits,
 ) -> std::result::Result<(Checkpoint, Option<String>), Unindexable> {
-    let bytes = read_regular_file(path, limits.max_bytes).map_err(|e| (e, None))?;
+    let bytes = read_regular_file_in(fs, path, limits.max_bytes).map_err(|e| (e, None))?;
     let decoded = match decode(&bytes, limits) {
         Ok(d) => d,
         Err(error) => {
@@ -545,7 +622,13 @@ struct Reconciled {
 /// Brings the index in line with the directory; returns the files that could not be indexed.
 /// With `force`, every file is read again, even those the index records with the same size and
 /// modification time.
-fn reconcile(root: &Path, index: &mut Index, limits: &Limits, force: bool) -> Result<Reconciled> {
+fn reconcile<F: Fs>(
+    fs: &F,
+    root: &Path,
+    index: &mut Index<F>,
+    limits: &Limits,
+    force: bool,
+) -> Result<Reconciled> {
     let mut problems = Vec::new();
     let mut damaged = Vec::new();
     let mut seen = HashSet::new();
@@ -580,7 +663,7 @@ fn reconcile(root: &Path, index: &mut Index, limits: &Limits, force: bool) -> Re
             continue;
         }
         let previous = index.entries.remove(&id);
-        match read_for_index(&path, &id, limits) {
+        match read_for_index(fs, &path, &id, limits) {
             Ok((c, integrity)) => {
                 let fresh_entry = Entry {
                     summary: CheckpointSummary::of(&c, meta.len()),
@@ -638,7 +721,7 @@ fn check_name(path: &Path, id: &CheckpointId, d: Decoded) -> Result<Decoded> {
 }
 
 /// Removes temporary files left by writers that were killed (older than a minute).
-fn clean_stale_temp_files(tmp: &Path) {
+fn clean_stale_temp_files<F: Fs>(fs: &F, tmp: &Path) {
     let Ok(dir) = std::fs::read_dir(tmp) else {
         return;
     };
@@ -655,25 +738,25 @@ fn clean_stale_temp_files(tmp: &Path) {
             .and_then(|m| m.modified())
             .is_ok_and(|t| t < cutoff);
         if old {
-            let _ = std::fs::remove_file(entry.path());
+            let _ = fs.remove_file(&entry.path());
         }
     }
 }
 
-impl Drop for FileStore {
+impl<F: Fs> Drop for FileStore<F> {
     fn drop(&mut self) {
         let spares = self.spares.get_mut().unwrap_or_else(|p| p.into_inner());
         for (path, _) in spares.drain(..) {
-            let _ = std::fs::remove_file(path);
+            let _ = self.fs.remove_file(&path);
         }
     }
 }
 
-impl CheckpointStore for FileStore {
+impl<F: Fs> CheckpointStore for FileStore<F> {
     fn save(&self, checkpoint: &Checkpoint) -> Result<CheckpointSummary> {
-        let redacted = self.redactor.redact(checkpoint);
+        let redacted = self.redactor.redact_for(checkpoint, self);
         let bytes = self.encode(&redacted.checkpoint)?;
-        self.publish(self.stage_redacted(&redacted.checkpoint, &bytes)?)
+        self.publish(self.stage_as_is(&redacted.checkpoint, &bytes)?)
     }
 
     fn save_encoded(&self, checkpoint: &Checkpoint, bytes: &[u8]) -> Result<CheckpointSummary> {
@@ -726,6 +809,10 @@ impl CheckpointStore for FileStore {
         crate::prune::PrunedLog::of_dir(self.root()).load()
     }
 
+    fn describe(&self) -> String {
+        self.root().display().to_string()
+    }
+
     fn list(&self, filter: &ListFilter) -> Result<Vec<CheckpointSummary>> {
         let mut index = self.index();
         index.refresh()?;
@@ -745,13 +832,13 @@ impl CheckpointStore for FileStore {
 
     fn delete(&self, id: &CheckpointId) -> Result<bool> {
         let path = self.path_of(id);
-        let existed = match std::fs::remove_file(&path) {
+        let existed = match self.fs.remove_file(&path) {
             Ok(()) => true,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
             Err(e) => return Err(Error::io(&path, e)),
         };
         if existed && self.options.write.durable {
-            sync_dir(&self.root)?;
+            sync_dir_in(&self.fs, &self.root)?;
         }
         let mut index = self.index();
         let indexed = index.entries.contains_key(id);
@@ -773,7 +860,7 @@ impl CheckpointStore for FileStore {
         let mut removed = Vec::new();
         for id in &ids {
             let path = self.path_of(id);
-            match std::fs::remove_file(&path) {
+            match self.fs.remove_file(&path) {
                 Ok(()) => removed.push(id.clone()),
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
                 Err(e) => {
@@ -783,7 +870,7 @@ impl CheckpointStore for FileStore {
             }
         }
         if !removed.is_empty() && self.options.write.durable {
-            sync_dir(&self.root)?;
+            sync_dir_in(&self.fs, &self.root)?;
         }
         index.delete(&ids)?;
         Ok(removed.len())

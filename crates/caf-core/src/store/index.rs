@@ -14,14 +14,15 @@
 //! its lineage (see [`crate::CheckpointStore::damaged`]). caf versions that do not know `bad`
 //! records skip them like a torn line.
 
-use super::atomic::{write_atomic, AtomicWriteOptions};
+use super::atomic::{write_atomic_in, AtomicWriteOptions};
+use super::fs::{create_dir_durable, read_to_end, write_all, Fs};
 use super::CheckpointSummary;
 use crate::error::{Error, Result};
 use crate::id::CheckpointId;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::fs::{File, Metadata, OpenOptions};
-use std::io::{Read, Seek, SeekFrom, Write};
+use std::io::{Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 /// What the index records of one checkpoint file: its summary, plus what identifies the file
@@ -142,29 +143,31 @@ struct Log {
     lines: usize,
 }
 
-/// The in-memory index, optionally backed by the log.
-pub(crate) struct Index {
+/// The in-memory index, optionally backed by the log (written and read through `fs`).
+pub(crate) struct Index<F: Fs> {
     pub entries: HashMap<CheckpointId, Entry>,
     /// Files found damaged, with the last entry each had while whole (`bad` records).
     pub damaged: HashMap<CheckpointId, Entry>,
     log: Option<Log>,
     meta_dir: PathBuf,
+    fs: F,
 }
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> Error + '_ {
     move |e| Error::io(path, e)
 }
 
-impl Index {
+impl<F: Fs> Index<F> {
     /// Opens (creating if needed) the index of the store whose metadata dir is `meta_dir`.
     /// If the directory cannot be written, the index lives in memory only.
-    pub fn open(meta_dir: &Path) -> Self {
-        let log = Self::open_log(meta_dir).ok();
+    pub fn open(fs: F, meta_dir: &Path) -> Self {
+        let log = Self::open_log(&fs, meta_dir).ok();
         let mut index = Self {
             entries: HashMap::new(),
             damaged: HashMap::new(),
             log,
             meta_dir: meta_dir.to_path_buf(),
+            fs,
         };
         // A log that cannot be read is treated as empty: reconcile rebuilds it.
         let _ = index.refresh();
@@ -172,17 +175,21 @@ impl Index {
     }
 
     /// An index that is never written to disk.
-    pub fn in_memory(meta_dir: &Path) -> Self {
+    pub fn in_memory(fs: F, meta_dir: &Path) -> Self {
         Self {
             entries: HashMap::new(),
             damaged: HashMap::new(),
             log: None,
             meta_dir: meta_dir.to_path_buf(),
+            fs,
         }
     }
 
-    fn open_log(meta_dir: &Path) -> Result<Log> {
-        std::fs::create_dir_all(meta_dir.join("tmp")).map_err(io(meta_dir))?;
+    fn open_log(fs: &F, meta_dir: &Path) -> Result<Log> {
+        // `.caf/` made durably: a hybrid store keeps its store id and boot markers there.
+        create_dir_durable(fs, meta_dir).map_err(io(meta_dir))?;
+        fs.create_dir_all(&meta_dir.join("tmp"))
+            .map_err(io(meta_dir))?;
         let ignore = meta_dir.join(".gitignore");
         if !ignore.exists() {
             // The index is a cache: keep it out of git.
@@ -196,7 +203,7 @@ impl Index {
             .open(&lock_path)
             .map_err(io(&lock_path))?;
         let path = meta_dir.join("index.jsonl");
-        let file = Self::open_append(&path)?;
+        let file = Self::open_append(fs, &path)?;
         let identity = identity(&file.metadata().map_err(io(&path))?);
         Ok(Log {
             path,
@@ -208,13 +215,8 @@ impl Index {
         })
     }
 
-    fn open_append(path: &Path) -> Result<File> {
-        OpenOptions::new()
-            .create(true)
-            .append(true)
-            .read(true)
-            .open(path)
-            .map_err(io(path))
+    fn open_append(fs: &F, path: &Path) -> Result<File> {
+        fs.open_append(path).map_err(io(path))
     }
 
     /// The staging directory for atomic writes, if the store has one.
@@ -233,7 +235,7 @@ impl Index {
             Err(e) => return Err(Error::io(&log.path, e)),
         };
         if identity(&meta) != log.identity {
-            log.file = Self::open_append(&log.path)?;
+            log.file = Self::open_append(&self.fs, &log.path)?;
             log.identity = identity(&log.file.metadata().map_err(io(&log.path))?);
             log.offset = 0;
             log.lines = 0;
@@ -244,10 +246,10 @@ impl Index {
             return Ok(());
         }
         let mut buf = Vec::new();
-        log.file
+        (&log.file)
             .seek(SeekFrom::Start(log.offset))
             .map_err(io(&log.path))?;
-        (&log.file).read_to_end(&mut buf).map_err(io(&log.path))?;
+        read_to_end(&self.fs, &log.file, &log.path, &mut buf, u64::MAX).map_err(io(&log.path))?;
         // Only whole lines: a writer may be half-way through one.
         let Some(end) = buf.iter().rposition(|&b| b == b'\n') else {
             return Ok(());
@@ -281,11 +283,11 @@ impl Index {
             // The log may have been replaced by a compaction in another process.
             let now = std::fs::metadata(&log.path).map_err(io(&log.path))?;
             if identity(&now) != log.identity {
-                log.file = Self::open_append(&log.path)?;
+                log.file = Self::open_append(&self.fs, &log.path)?;
                 log.identity = identity(&log.file.metadata().map_err(io(&log.path))?);
                 log.offset = 0;
             }
-            log.file.write_all(&buf).map_err(io(&log.path))
+            write_all(&self.fs, &log.file, &log.path, &buf).map_err(io(&log.path))
         })();
         let _ = log.lock.unlock();
         result
@@ -350,13 +352,14 @@ impl Index {
             buf.push(b'\n');
         }
         let tmp = self.meta_dir.join("tmp");
-        write_atomic(
+        write_atomic_in(
+            &self.fs,
             &log.path,
             Some(&tmp),
             &buf,
             AtomicWriteOptions { durable: false },
         )?;
-        log.file = Self::open_append(&log.path)?;
+        log.file = Self::open_append(&self.fs, &log.path)?;
         log.identity = identity(&log.file.metadata().map_err(io(&log.path))?);
         log.offset = buf.len() as u64;
         log.lines = self.entries.len() + self.damaged.len();

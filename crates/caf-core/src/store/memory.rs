@@ -84,7 +84,7 @@ impl Inner {
 
 impl CheckpointStore for MemoryStore {
     fn save(&self, checkpoint: &Checkpoint) -> Result<CheckpointSummary> {
-        let redacted = self.redactor.redact(checkpoint);
+        let redacted = self.redactor.redact_for(checkpoint, self);
         let checkpoint = &*redacted.checkpoint;
         let bytes = encode(checkpoint).map_err(|error| Error::Encode {
             id: checkpoint.id.to_string(),
@@ -163,6 +163,10 @@ impl CheckpointStore for MemoryStore {
             inner.by_id.remove(id);
         }
         Ok(ids.len())
+    }
+
+    fn describe(&self) -> String {
+        "memory".to_string()
     }
 }
 

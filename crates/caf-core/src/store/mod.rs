@@ -8,20 +8,26 @@
 mod atomic;
 mod background;
 pub(crate) mod file;
+mod fs;
 mod index;
 mod memory;
+#[cfg(any(test, feature = "test-support"))]
+mod test_fs;
 
 pub use atomic::{
-    make_spare, stage, stage_into_spare, sync_dir, write_atomic, AtomicWriteOptions, Staged,
-    SPARE_PREFIX,
+    make_spare, stage, stage_into_spare, sync_dir, sync_file_system, write_atomic, write_atomic_in,
+    AtomicWriteOptions, Staged, SPARE_PREFIX,
 };
-pub use background::AsyncStore;
+pub use background::{AsyncStore, SaveMode};
 pub use file::{
     read_checkpoint_file, read_known_checkpoint_file, read_regular_file, refuse_linked_internals,
-    stated_integrity, FileStore, FileStoreOptions, Problem, StagedFile, INTERNALS,
+    stated_integrity, FileStore, FileStoreOptions, Problem, StagedFile, Unpublished, INTERNALS,
 };
+pub use fs::{Fs, RealFs};
 pub use index::{read_index, Entry as IndexEntry, IndexSnapshot};
 pub use memory::MemoryStore;
+#[cfg(any(test, feature = "test-support"))]
+pub use test_fs::{Fault, Fired, Hook, Op, OpKind, Pause, Record, TestFs};
 
 use crate::clock::Timestamp;
 use crate::error::{Error, Result};
@@ -263,6 +269,13 @@ pub trait CheckpointStore: Send + Sync {
     fn pruned(&self) -> Result<std::collections::HashMap<CheckpointId, crate::prune::Tombstone>> {
         Ok(std::collections::HashMap::new())
     }
+
+    /// Where the store keeps its checkpoints, in a few words: a directory, a database URL
+    /// without its password, `memory`. It names the store in messages and is the `store` label
+    /// of its [metrics](crate::metrics). The default is `unnamed`.
+    fn describe(&self) -> String {
+        "unnamed".to_string()
+    }
 }
 
 /// Implements [`CheckpointStore`] for a type by forwarding every method to another store, so
@@ -347,6 +360,10 @@ macro_rules! delegate_checkpoint_store {
                 let $this = self;
                 $crate::CheckpointStore::pruned($target)
             }
+            fn describe(&self) -> ::std::string::String {
+                let $this = self;
+                $crate::CheckpointStore::describe($target)
+            }
         }
     };
 }
@@ -354,6 +371,21 @@ macro_rules! delegate_checkpoint_store {
 delegate_checkpoint_store!(impl[S: CheckpointStore + ?Sized] Box<S>, |this| &**this);
 delegate_checkpoint_store!(impl[S: CheckpointStore + ?Sized] std::sync::Arc<S>, |this| &**this);
 delegate_checkpoint_store!(impl['a, S: CheckpointStore + ?Sized] &'a S, |this| &**this);
+
+/// Lists like [`CheckpointStore::list`], except that a `before` cursor the store does not hold
+/// is an error ([`crate::Error::NotFound`]) rather than an empty page that would look like the
+/// end of the list (`caf list`, the MCP tool `checkpoint_list`).
+pub fn list_page(
+    store: &dyn CheckpointStore,
+    filter: &ListFilter,
+) -> Result<Vec<CheckpointSummary>> {
+    if let Some(before) = &filter.before {
+        if store.summary(before)?.is_none() {
+            return Err(crate::Error::not_found(before));
+        }
+    }
+    store.list(filter)
+}
 
 /// The chain of ancestors of a checkpoint, starting with the checkpoint itself and following
 /// `parent_id` until a root or a parent that is not in the store. It walks summaries (the index

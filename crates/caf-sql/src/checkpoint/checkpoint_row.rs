@@ -90,12 +90,6 @@ struct MetaOut<'a> {
     description: Option<&'a str>,
     #[serde(skip_serializing_if = "is_empty")]
     extensions: &'a JsonObject,
-    #[serde(skip_serializing_if = "is_zero")]
-    redactions: u64,
-}
-
-fn is_zero(n: &u64) -> bool {
-    *n == 0
 }
 
 #[derive(Serialize)]
@@ -141,8 +135,6 @@ struct MetaIn {
     description: Option<String>,
     #[serde(default)]
     extensions: JsonObject,
-    #[serde(default)]
-    redactions: u64,
 }
 
 #[derive(Deserialize)]
@@ -172,7 +164,6 @@ fn rest_of(c: &Checkpoint) -> String {
             branch: c.metadata.branch.as_ref(),
             description: c.metadata.description.as_deref(),
             extensions: &c.metadata.extensions,
-            redactions: c.metadata.redactions,
         },
         parts: crate::checkpoint::entry_revisions::counts(s),
         progress: ProgressOut {
@@ -437,7 +428,6 @@ impl CheckpointRow {
                 extensions: rest.metadata.extensions,
                 labels: serde_json::from_str(&self.labels).map_err(|e| Damaged(e.to_string()))?,
                 name: exact.name.or(self.name),
-                redactions: rest.metadata.redactions,
                 step_number: exact.step_number.unwrap_or(uint(self.step_number)),
                 tokens_used: exact.tokens_used.unwrap_or(uint(self.tokens_used)),
             },

@@ -1,0 +1,277 @@
+//! `caf bench --concurrent N`: N processes save into one store at the same time.
+//!
+//! The parent creates the store in a scratch directory, then starts N copies of this binary as
+//! workers (`caf bench --worker W --worker-dir DIR`, hidden options). Each worker opens the
+//! store, says it is ready, waits for the word to go, then runs the agent-run workload on an
+//! execution of its own for K steps, saving after each one, and reports on its stdout: how many
+//! saves returned, and every error counted by its message (a failed save is not retried). The
+//! parent starts the clock when it gives the word and stops it when the last worker has
+//! reported: saves per second are the saves that returned over that time. Then it opens the
+//! store again and counts what each execution holds: a save that returned but is missing is
+//! *lost*.
+//!
+//! LangGraph's peer (`langgraph_agent_run.py --concurrent N --saves K`) runs the same way: N
+//! processes started together, one SQLite file, errors counted and not retried.
+
+use super::peer::PeerRun;
+use super::workload::{open_store, sql_failure, step, NullStore};
+use super::Mode;
+use crate::Failure;
+use caf_core::{
+    CheckpointManager, CheckpointOptions, CheckpointReason, CheckpointStore, ExecutionId,
+    ListFilter, RuntimeState,
+};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::Instant;
+
+/// The agent name of worker `w`: its execution is found by it afterwards.
+fn agent_name(w: u32) -> String {
+    format!("concurrent-agent-{w}")
+}
+
+/// What one worker reports on its stdout, as one line of JSON.
+#[derive(Debug, Serialize, Deserialize)]
+struct WorkerReport {
+    worker: u32,
+    execution_id: String,
+    saved: u32,
+    /// Each error's message, and how many saves failed with it.
+    errors: BTreeMap<String, u32>,
+    seconds: f64,
+}
+
+/// The figures of one mode under N concurrent writers.
+#[derive(Debug, Serialize)]
+pub(super) struct ConcurrentFigures {
+    pub(super) mode: Mode,
+    pub(super) processes: u32,
+    pub(super) saves_each: u32,
+    /// From the word to go until the last worker reported.
+    pub(super) seconds: f64,
+    pub(super) saves_per_s: f64,
+    /// Saves that returned.
+    pub(super) saved: u32,
+    /// Checkpoints the store holds afterwards.
+    pub(super) found: u32,
+    /// Saves that returned but are not in the store.
+    pub(super) lost: u32,
+    pub(super) errors: u32,
+    pub(super) error_kinds: BTreeMap<String, u32>,
+    /// Workers that exited with a failure status.
+    pub(super) workers_crashed: u32,
+}
+
+/// Runs `processes` workers of `saves` saves each on `mode`, in a scratch directory under
+/// `scratch`.
+pub(super) fn measure(
+    mode: Mode,
+    processes: u32,
+    saves: u32,
+    scratch: &Path,
+    pg: Option<&str>,
+) -> Result<ConcurrentFigures, Failure> {
+    let tmp = tempfile::Builder::new()
+        .prefix(".caf-bench-")
+        .tempdir_in(scratch)
+        .map_err(|e| Failure::msg(format!("{}: {e}", scratch.display())))?;
+    // Create the store (and its database, migrated) before the workers open it.
+    drop(open_store(mode, tmp.path(), pg)?);
+    let exe = std::env::current_exe()
+        .map_err(|e| Failure::msg(format!("bench: cannot find this program: {e}")))?;
+    let mut workers = Vec::new();
+    for w in 0..processes {
+        let mut cmd = Command::new(&exe);
+        if let Some(url) = pg {
+            cmd.args(["--db", url]);
+        }
+        let mut child = cmd
+            .arg("bench")
+            .args(["--mode", &super::mode_name(mode)])
+            .args(["--saves", &saves.to_string()])
+            .args(["--worker", &w.to_string()])
+            .arg("--worker-dir")
+            .arg(tmp.path())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .map_err(|e| Failure::msg(format!("{}: {e}", exe.display())))?;
+        let stdout = child.stdout.take().map(BufReader::new);
+        workers.push((child, stdout));
+    }
+    // Every worker is ready (its store open) before the clock starts.
+    let mut all_ready = true;
+    for (_, out) in &mut workers {
+        let mut line = String::new();
+        all_ready &= out
+            .as_mut()
+            .is_some_and(|o| o.read_line(&mut line).is_ok() && line.trim() == "ready");
+    }
+    if !all_ready {
+        kill_all(&mut workers);
+        return Err(Failure::msg("bench: a concurrent worker failed to start"));
+    }
+    let t0 = Instant::now();
+    for (child, _) in &mut workers {
+        if let Some(mut stdin) = child.stdin.take() {
+            let _ = stdin.write_all(b"go\n");
+        }
+    }
+    let mut reports = Vec::new();
+    let mut crashed = 0;
+    for (child, out) in &mut workers {
+        let mut text = String::new();
+        if let Some(o) = out.as_mut() {
+            let _ = o.read_to_string(&mut text);
+        }
+        let ok = child.wait().is_ok_and(|s| s.success());
+        match serde_json::from_str::<WorkerReport>(text.trim()) {
+            Ok(r) if ok => reports.push(r),
+            _ => crashed += 1,
+        }
+    }
+    let seconds = t0.elapsed().as_secs_f64();
+    let (store, db) = open_store(mode, tmp.path(), pg)?;
+    let store: &dyn CheckpointStore = match &db {
+        Some(db) => db,
+        None => store.as_ref(),
+    };
+    let (mut saved, mut found, mut lost) = (0, 0, 0);
+    let mut error_kinds = BTreeMap::new();
+    for r in &reports {
+        saved += r.saved;
+        let id: ExecutionId = r
+            .execution_id
+            .parse()
+            .map_err(|e| Failure::msg(format!("bench: a worker reported a bad id: {e}")))?;
+        let n = store.list(&ListFilter::execution(&id))?.len() as u32;
+        found += n;
+        lost += r.saved.saturating_sub(n);
+        for (k, n) in &r.errors {
+            *error_kinds.entry(k.clone()).or_insert(0) += n;
+        }
+    }
+    Ok(ConcurrentFigures {
+        mode,
+        processes,
+        saves_each: saves,
+        seconds: (seconds * 1000.0).round() / 1000.0,
+        saves_per_s: (f64::from(saved) / seconds.max(1e-9) * 10.0).round() / 10.0,
+        saved,
+        found,
+        lost,
+        errors: error_kinds.values().sum(),
+        error_kinds,
+        workers_crashed: crashed,
+    })
+}
+
+fn kill_all(workers: &mut [(Child, Option<BufReader<std::process::ChildStdout>>)]) {
+    for (child, _) in workers {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+}
+
+/// A worker: opens the store in `dir`, says `ready`, waits for `go` on stdin, saves `saves`
+/// checkpoints of its own execution and prints its report.
+pub(super) fn work(
+    mode: Mode,
+    worker: u32,
+    saves: u32,
+    dir: &Path,
+    pg: Option<&str>,
+) -> Result<(), Failure> {
+    let (files_or_null, db) = open_store(mode, dir, pg)?;
+    let store: &dyn CheckpointStore = match &db {
+        Some(db) => db,
+        None => files_or_null.as_ref(),
+    };
+    let maker = CheckpointManager::new(NullStore);
+    let mut state = RuntimeState::new(agent_name(worker));
+    let mut out = std::io::stdout().lock();
+    let io = |e: std::io::Error| Failure::msg(format!("bench worker {worker}: {e}"));
+    writeln!(out, "ready")
+        .and_then(|()| out.flush())
+        .map_err(io)?;
+    let mut go = String::new();
+    std::io::stdin().lock().read_line(&mut go).map_err(io)?;
+    let t0 = Instant::now();
+    let (mut saved, mut errors) = (0, BTreeMap::new());
+    for s in 1..=saves as usize {
+        step(&mut state, s)?;
+        let c = maker.checkpoint(
+            &mut state,
+            CheckpointOptions::new(CheckpointReason::StepCompleted),
+        )?;
+        match store.save(&c) {
+            Ok(_) => saved += 1,
+            Err(e) => *errors.entry(e.to_string()).or_insert(0) += 1,
+        }
+    }
+    let report = WorkerReport {
+        worker,
+        execution_id: state.execution_id().to_string(),
+        saved,
+        errors,
+        seconds: t0.elapsed().as_secs_f64(),
+    };
+    drop(files_or_null);
+    drop(db);
+    let line = serde_json::to_string(&report).map_err(sql_failure)?;
+    writeln!(out, "{line}")
+        .and_then(|()| out.flush())
+        .map_err(io)
+}
+
+/// caf's saves per second over the peer's, per mode: above 1, caf saves more.
+#[derive(Debug, Serialize)]
+pub(super) struct ConcurrentRatio {
+    mode: Mode,
+    saves_per_s: f64,
+}
+
+/// `caf bench --concurrent N --peer … --json`.
+#[derive(Serialize)]
+pub(super) struct ConcurrentSideBySide<'a> {
+    pub(super) caf: &'a [ConcurrentFigures],
+    pub(super) peer: &'a serde_json::Value,
+    /// caf's saves per second over the peer's: above 1, caf saves more per second.
+    pub(super) ratios: Vec<ConcurrentRatio>,
+}
+
+impl<'a> ConcurrentSideBySide<'a> {
+    pub(super) fn new(caf: &'a [ConcurrentFigures], peer: &'a serde_json::Value) -> Self {
+        let peer_rate = peer["saves_per_s"].as_f64().unwrap_or(0.0);
+        let ratios = caf
+            .iter()
+            .map(|f| ConcurrentRatio {
+                mode: f.mode,
+                saves_per_s: super::peer::ratio(f.saves_per_s, peer_rate),
+            })
+            .collect();
+        Self { caf, peer, ratios }
+    }
+}
+
+/// Runs the peer's concurrent workload.
+pub(super) fn run_peer(
+    peer: &PeerRun,
+    processes: u32,
+    saves: u32,
+    scratch: &Path,
+) -> Result<serde_json::Value, Failure> {
+    peer.run_with(
+        &[
+            "--concurrent".into(),
+            processes.to_string(),
+            "--saves".into(),
+            saves.to_string(),
+        ],
+        scratch,
+    )
+}

@@ -1,0 +1,78 @@
+//! The physical floor of a durable save.
+
+use super::stats::micros;
+use crate::Failure;
+use std::io::{Seek, SeekFrom, Write};
+use std::path::PathBuf;
+use std::time::Instant;
+
+/// The physical floor of a durable save: the checkpoint's bytes appended to a file whose blocks
+/// are already written and flushed (so that `fdatasync` has no metadata to write), then one
+/// `fdatasync` — SQLite's WAL with `synchronous = FULL` pays that per commit. Like a WAL, the
+/// file is reused from its start when an append would not fit.
+pub(super) struct AppendFloor {
+    file: std::fs::File,
+    path: PathBuf,
+    len: u64,
+    at: u64,
+}
+
+impl AppendFloor {
+    /// At least this much is preallocated (SQLite's WAL restarts after about 4 MB).
+    const MIN: u64 = 16 << 20;
+
+    pub(super) fn open(path: PathBuf) -> Result<Self, Failure> {
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .map_err(|e| Failure::msg(format!("{}: {e}", path.display())))?;
+        let mut floor = Self {
+            file,
+            path,
+            len: 0,
+            at: 0,
+        };
+        floor.grow(Self::MIN)?;
+        Ok(floor)
+    }
+
+    fn fail(&self, e: std::io::Error) -> Failure {
+        Failure::msg(format!("{}: {e}", self.path.display()))
+    }
+
+    /// Writes zeros up to `len` bytes and flushes them (not timed).
+    fn grow(&mut self, len: u64) -> Result<(), Failure> {
+        let zeros = vec![0u8; 1 << 20];
+        self.file
+            .seek(SeekFrom::Start(self.len))
+            .map_err(|e| self.fail(e))?;
+        while self.len < len {
+            let n = (len - self.len).min(zeros.len() as u64) as usize;
+            self.file.write_all(&zeros[..n]).map_err(|e| self.fail(e))?;
+            self.len += n as u64;
+        }
+        self.file.sync_all().map_err(|e| self.fail(e))
+    }
+
+    /// Appends `bytes` and flushes them: the microseconds that took.
+    pub(super) fn append(&mut self, bytes: &[u8]) -> Result<f64, Failure> {
+        let n = bytes.len() as u64;
+        if n > self.len {
+            self.grow(n.next_power_of_two().max(Self::MIN))?;
+        }
+        if self.at + n > self.len {
+            self.at = 0;
+        }
+        let t = Instant::now();
+        self.file
+            .seek(SeekFrom::Start(self.at))
+            .and_then(|_| self.file.write_all(bytes))
+            .and_then(|()| self.file.sync_data())
+            .map_err(|e| self.fail(e))?;
+        let us = micros(t);
+        self.at += n;
+        Ok(us)
+    }
+}

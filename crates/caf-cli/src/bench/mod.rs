@@ -1,0 +1,440 @@
+//! `caf bench`: the "agent-run" workload of DESIGN.md, measured per storage mode.
+//!
+//! E executions x S steps. Each step appends a thought (400 bytes) and a completed tool call
+//! (args with an 80-byte query, a 600-byte result), sets three variables and saves a full
+//! checkpoint. Then the latest checkpoint of every execution is loaded and every execution's
+//! checkpoints are listed. Figures are medians in microseconds per operation (means and p95 are
+//! in the JSON too). The floor is a plain durable atomic write (temp file, fsync, rename, fsync of
+//! the directory) of the same bytes, measured right after each save in the same run; the append
+//! floor, the physical one, is an append of the same bytes into a preallocated file and one
+//! `fdatasync` (what a SQLite commit in WAL mode with `synchronous = FULL` costs). Disk is
+//! the bytes the store left in its scratch directory; for PostgreSQL, the size of its tables
+//! (with indexes) on the server. A debug build says on stderr that its figures are not
+//! representative.
+//!
+//! `--peer langgraph` then runs the same workload through LangGraph's SqliteSaver
+//! (`bench/peers/langgraph_agent_run.py`, in the venv `bench/peers/setup.sh` makes) in the same
+//! run, and prints both side by side with the ratios caf / peer per operation.
+
+mod concurrent;
+mod floor;
+mod peer;
+mod stats;
+mod workload;
+
+use crate::cli::BenchArgs;
+use crate::output::{self, Table};
+use crate::target::Target;
+use crate::{CmdResult, Failure};
+use anstyle::Style;
+use concurrent::{ConcurrentFigures, ConcurrentSideBySide};
+pub use peer::Peer;
+use peer::{print_side_by_side, PeerRun, SideBySide};
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+use workload::{measure, sql_failure};
+
+/// A storage mode to measure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize)]
+pub enum Mode {
+    /// JSON files only (FileStore).
+    #[value(name = "files")]
+    #[serde(rename = "files")]
+    Files,
+    /// Files plus an embedded SQLite index, kept in sync on every save: the default durable mode.
+    #[value(name = "files+sqlite")]
+    #[serde(rename = "files+sqlite")]
+    FilesSqlite,
+    /// SQLite only.
+    #[value(name = "sqlite")]
+    #[serde(rename = "sqlite")]
+    Sqlite,
+    /// PostgreSQL only (needs --db postgres://…; a scratch database is created and dropped).
+    #[value(name = "postgres")]
+    #[serde(rename = "postgres")]
+    Postgres,
+}
+
+/// When a save of the store under test returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Durability {
+    /// On disk when `save` returns (the default).
+    Sync,
+    /// `save` returns once the checkpoint is encoded; a background writer writes it, in order
+    /// (`caf_core::store::AsyncStore`). Files modes only.
+    Async,
+}
+
+/// The figures of one mode.
+#[derive(Debug, Serialize)]
+pub struct Figures {
+    mode: Mode,
+    durability: Durability,
+    /// Async: waiting, after the last save, until the writer has written everything (µs).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    drain_us: Option<f64>,
+    executions: u32,
+    steps: u32,
+    statistic: &'static str,
+    save_us: f64,
+    restore_us: f64,
+    list_us: f64,
+    floor_us: f64,
+    /// One `fdatasync` of an append of the same bytes into a preallocated file, median.
+    append_floor_us: f64,
+    disk_bytes: u64,
+    save_mean_us: f64,
+    save_p95_us: f64,
+    floor_mean_us: f64,
+    append_floor_mean_us: f64,
+    restore_mean_us: f64,
+    list_mean_us: f64,
+    checkpoint_bytes_last: u64,
+    /// The database part of a save alone (no file serialization), its flush excluded (SQLite;
+    /// on PostgreSQL the commit waits for the server's flush), median.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sync_us: Option<f64>,
+    /// SQLite's flush of its log after each commit (group commit), median.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    flush_us: Option<f64>,
+    /// The database part of save #10 of each execution, median.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sync_at_10_us: Option<f64>,
+    /// The database part of the last save of each execution, median.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sync_at_last_us: Option<f64>,
+    /// What storing every checkpoint whole would take (the sum of their encodings).
+    whole_bytes: u64,
+    /// Every append-floor measurement, for the peer's save/floor.
+    #[serde(skip)]
+    append_floor_samples: Vec<f64>,
+}
+
+/// The mode's name, and `async` for the async durability.
+fn label(f: &Figures) -> String {
+    match f.durability {
+        Durability::Sync => mode_name(f.mode),
+        Durability::Async => format!("{} async", mode_name(f.mode)),
+    }
+}
+
+/// The mode's name as the command line spells it.
+fn mode_name(m: Mode) -> String {
+    clap::ValueEnum::to_possible_value(&m)
+        .map_or_else(|| format!("{m:?}"), |v| v.get_name().to_string())
+}
+
+/// Runs the benchmark and prints the figures.
+pub fn run(t: &Target, json: bool, a: &BenchArgs) -> CmdResult {
+    let pg = t.db.as_deref().filter(|u| u.starts_with("postgres"));
+    if let (Some(w), Some(dir)) = (a.worker, &a.worker_dir) {
+        let mode = a.mode.first().copied().unwrap_or(Mode::Files);
+        return concurrent::work(mode, w, a.saves, dir, pg);
+    }
+    let scratch: PathBuf = match &a.scratch {
+        Some(p) => p.clone(),
+        None => t
+            .dir()
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .map_or_else(|| PathBuf::from("."), Path::to_path_buf),
+    };
+    let mut modes: Vec<Mode> = Vec::new();
+    for m in &a.mode {
+        if !modes.contains(m) {
+            modes.push(*m);
+        }
+    }
+    if modes.is_empty() {
+        modes = match a.peer {
+            Some(_) => vec![Mode::Files, Mode::FilesSqlite, Mode::Sqlite],
+            None => vec![Mode::Files],
+        };
+    }
+    if modes.contains(&Mode::Postgres)
+        && !t.db.as_deref().is_some_and(|u| u.starts_with("postgres"))
+    {
+        return Err(Failure::Usage(
+            "--mode postgres needs --db postgres://…".into(),
+        ));
+    }
+    // Before anything is measured: a peer that is not set up fails at once.
+    let peer = a.peer.map(PeerRun::find).transpose()?;
+    if cfg!(debug_assertions) {
+        output::warn_line(
+            "this caf is a debug build: its figures are several times (about 9x) worse than an \
+             optimized build's; measure with `cargo run --release -p caf-cli -- bench`",
+        );
+    }
+    if let Some(n) = a.concurrent {
+        return run_concurrent(&modes, n, a.saves, &scratch, pg, peer.as_ref(), json);
+    }
+    let mut all = Vec::new();
+    for mode in modes {
+        if !json {
+            eprintln!(
+                "measuring {}: {} x {} …",
+                mode_name(mode),
+                output::count(a.executions, "execution"),
+                output::count(a.steps, "step")
+            );
+        }
+        all.push(match (mode, pg) {
+            (Mode::Postgres, Some(url)) => {
+                let scratch_db = caf_sql::ScratchDatabase::create(url).map_err(sql_failure)?;
+                measure(
+                    mode,
+                    Durability::Sync,
+                    &scratch,
+                    a.executions,
+                    a.steps,
+                    Some(scratch_db.url()),
+                )?
+            }
+            _ => measure(mode, Durability::Sync, &scratch, a.executions, a.steps, pg)?,
+        });
+        if a.durability.contains(&Durability::Async) {
+            if !matches!(mode, Mode::Files | Mode::FilesSqlite) {
+                output::warn_line(&format!(
+                    "--durability async: {} is measured in sync mode only",
+                    mode_name(mode)
+                ));
+                continue;
+            }
+            if !json {
+                eprintln!("measuring {} (async) …", mode_name(mode));
+            }
+            all.push(measure(
+                mode,
+                Durability::Async,
+                &scratch,
+                a.executions,
+                a.steps,
+                pg,
+            )?);
+        }
+    }
+    let with_async = a.durability.contains(&Durability::Async);
+    let (peer, peer_async) = match peer {
+        Some(p) => {
+            if !json {
+                eprintln!(
+                    "measuring {}: {} x {} …",
+                    p.name(),
+                    output::count(a.executions, "execution"),
+                    output::count(a.steps, "step")
+                );
+            }
+            let sync = p.run(a.executions, a.steps, false, &scratch)?;
+            let background = if with_async {
+                if !json {
+                    eprintln!("measuring {} (async) …", p.name());
+                }
+                Some(p.run(a.executions, a.steps, true, &scratch)?)
+            } else {
+                None
+            };
+            (Some(sync), background)
+        }
+        None => (None, None),
+    };
+    if json {
+        match &peer {
+            Some(p) => output::print_json(&SideBySide::new(&all, p, peer_async.as_ref())),
+            None => output::print_json(&all),
+        }
+        return Ok(());
+    }
+    let mut table = Table::new(&[
+        "MODE",
+        "SAVE µs",
+        "FLOOR µs",
+        "SAVE/FLOOR",
+        "SQL µs (#10 → last)",
+        "RESTORE µs",
+        "LIST µs",
+        "DISK (WHOLE)",
+    ]);
+    for f in &all {
+        let plain = Style::new();
+        let sync = match (f.sync_us, f.sync_at_10_us, f.sync_at_last_us) {
+            (Some(s), Some(a), Some(b)) => format!("{s:.0} ({a:.0} → {b:.0})"),
+            (Some(s), _, _) => format!("{s:.0}"),
+            _ => "-".into(),
+        };
+        table.row(vec![
+            (label(f), plain),
+            (format!("{:.0}", f.save_us), plain),
+            (format!("{:.0}", f.floor_us), plain),
+            (format!("{:.2}x", f.save_us / f.floor_us.max(1.0)), plain),
+            (sync, plain),
+            (format!("{:.0}", f.restore_us), plain),
+            (format!("{:.0}", f.list_us), plain),
+            (
+                format!(
+                    "{} ({})",
+                    output::bytes(f.disk_bytes),
+                    output::bytes(f.whole_bytes)
+                ),
+                plain,
+            ),
+        ]);
+    }
+    table.print();
+    crate::say!("medians per operation; --json adds means and p95");
+    if all.iter().any(|f| f.sync_us.is_some()) {
+        crate::say!(
+            "SQL: the database's part of a save (statements and commit), without the flush of \
+             SQLite's log that follows the commit (--json: flush_us); PostgreSQL's commit \
+             includes the server's flush"
+        );
+    }
+    for f in all.iter().filter(|f| f.durability == Durability::Async) {
+        crate::say!(
+            "{} async: a save returns once the checkpoint is encoded; the writer caught up {:.0} \
+             µs after the last save",
+            mode_name(f.mode),
+            f.drain_us.unwrap_or_default()
+        );
+    }
+    if let Some(p) = &peer {
+        print_side_by_side(&SideBySide::new(&all, p, peer_async.as_ref()));
+    }
+    Ok(())
+}
+
+/// `--concurrent N`: each mode with N writer processes, then the peer the same way.
+fn run_concurrent(
+    modes: &[Mode],
+    processes: u32,
+    saves: u32,
+    scratch: &Path,
+    pg: Option<&str>,
+    peer: Option<&PeerRun>,
+    json: bool,
+) -> CmdResult {
+    let mut all = Vec::new();
+    for &mode in modes {
+        if !json {
+            eprintln!(
+                "measuring {}: {} x {} into one store …",
+                mode_name(mode),
+                output::count(processes, "writer"),
+                output::count(saves, "save")
+            );
+        }
+        all.push(match (mode, pg) {
+            (Mode::Postgres, Some(url)) => {
+                let db = caf_sql::ScratchDatabase::create(url).map_err(sql_failure)?;
+                concurrent::measure(mode, processes, saves, scratch, Some(db.url()))?
+            }
+            _ => concurrent::measure(mode, processes, saves, scratch, pg)?,
+        });
+    }
+    let peer = match peer {
+        Some(p) => {
+            if !json {
+                eprintln!(
+                    "measuring {}: {} x {} into one SQLite file …",
+                    p.name(),
+                    output::count(processes, "writer"),
+                    output::count(saves, "save")
+                );
+            }
+            Some(concurrent::run_peer(p, processes, saves, scratch)?)
+        }
+        None => None,
+    };
+    match (&peer, json) {
+        (Some(p), true) => output::print_json(&ConcurrentSideBySide::new(&all, p)),
+        (None, true) => output::print_json(&all),
+        (_, false) => print_concurrent(&all, peer.as_ref()),
+    }
+    Ok(())
+}
+
+fn print_concurrent(all: &[ConcurrentFigures], peer: Option<&serde_json::Value>) {
+    let plain = Style::new();
+    let mut table = Table::new(&[
+        "STORE",
+        "PROCESSES",
+        "SAVES/S",
+        "SAVED",
+        "LOST",
+        "ERRORS",
+        "SECONDS",
+    ]);
+    for f in all {
+        table.row(vec![
+            (format!("caf {}", mode_name(f.mode)), plain),
+            (format!("{} x {}", f.processes, f.saves_each), plain),
+            (format!("{:.0}", f.saves_per_s), plain),
+            (f.saved.to_string(), plain),
+            (f.lost.to_string(), plain),
+            (f.errors.to_string(), plain),
+            (format!("{:.2}", f.seconds), plain),
+        ]);
+    }
+    if let Some(p) = peer {
+        let n = |k: &str| p[k].as_f64().unwrap_or(0.0);
+        table.row(vec![
+            ("LangGraph SqliteSaver".into(), plain),
+            (
+                format!("{:.0} x {:.0}", n("processes"), n("saves_each")),
+                plain,
+            ),
+            (format!("{:.0}", n("saves_per_s")), plain),
+            (format!("{:.0}", n("saved")), plain),
+            (format!("{:.0}", n("lost")), plain),
+            (format!("{:.0}", n("errors")), plain),
+            (format!("{:.2}", n("seconds")), plain),
+        ]);
+    }
+    table.print();
+    for f in all.iter().filter(|f| f.errors > 0 || f.workers_crashed > 0) {
+        for (message, n) in &f.error_kinds {
+            crate::say!("caf {}: {n} x {message}", mode_name(f.mode));
+        }
+        if f.workers_crashed > 0 {
+            crate::say!(
+                "caf {}: {} worker(s) crashed",
+                mode_name(f.mode),
+                f.workers_crashed
+            );
+        }
+    }
+    if let Some(p) = peer {
+        if let Some(kinds) = p["error_kinds"].as_object() {
+            for (message, n) in kinds {
+                crate::say!("LangGraph: {n} x {message}");
+            }
+        }
+        let peer_rate = p["saves_per_s"].as_f64().unwrap_or(0.0);
+        crate::say!();
+        let mut ratios = Table::new(&["CAF / LANGGRAPH", "SAVES PER SECOND"]);
+        for f in all {
+            let r = peer::ratio(f.saves_per_s, peer_rate);
+            ratios.row(vec![
+                (mode_name(f.mode), plain),
+                (
+                    format!(
+                        "{r:.2} (caf {})",
+                        if r >= 1.0 {
+                            format!("{}x more", peer::factor(r))
+                        } else {
+                            format!("{}x fewer", peer::factor(1.0 / r.max(1e-6)))
+                        }
+                    ),
+                    plain,
+                ),
+            ]);
+        }
+        ratios.print();
+    }
+    crate::say!(
+        "saves per second: the saves that returned, over the time from the word to go until the \
+         last process reported; lost: saves that returned but are not in the store afterwards; \
+         a failed save is not retried."
+    );
+}

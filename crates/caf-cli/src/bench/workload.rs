@@ -1,0 +1,254 @@
+//! The agent-run workload, measured on one storage mode.
+
+use super::floor::AppendFloor;
+use super::stats::{mean, median, micros, quantile, rounded};
+use super::{Durability, Figures, Mode};
+use crate::Failure;
+use caf_core::format::encode;
+use caf_core::store::{write_atomic, AsyncStore, AtomicWriteOptions};
+use caf_core::{
+    Checkpoint, CheckpointManager, CheckpointOptions, CheckpointReason, CheckpointStore,
+    CheckpointSummary, FileStore, ListFilter, RuntimeState,
+};
+use caf_sql::{HybridStore, SqlStore};
+use std::path::Path;
+use std::time::Instant;
+
+/// One step of the workload on `state`.
+pub(super) fn step(state: &mut RuntimeState, s: usize) -> Result<(), Failure> {
+    caf_core::workload::agent_run_step(state, s).map_err(Failure::msg)
+}
+
+pub(super) fn dir_bytes(dir: &Path) -> u64 {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    rd.filter_map(Result::ok)
+        .map(|e| match e.file_type() {
+            Ok(ft) if ft.is_dir() => dir_bytes(&e.path()),
+            _ => e.metadata().map(|m| m.len()).unwrap_or(0),
+        })
+        .sum()
+}
+
+/// A store that keeps nothing: the bench builds checkpoints with a manager over it, then
+/// times the store under test itself.
+pub(super) struct NullStore;
+
+impl CheckpointStore for NullStore {
+    fn save(&self, c: &Checkpoint) -> caf_core::Result<CheckpointSummary> {
+        Ok(CheckpointSummary::of(c, 0))
+    }
+    fn load(&self, id: &caf_core::CheckpointId) -> caf_core::Result<Checkpoint> {
+        Err(caf_core::Error::not_found(id))
+    }
+    fn list(&self, _: &ListFilter) -> caf_core::Result<Vec<CheckpointSummary>> {
+        Ok(Vec::new())
+    }
+    fn delete(&self, _: &caf_core::CheckpointId) -> caf_core::Result<bool> {
+        Ok(false)
+    }
+    fn delete_execution(&self, _: &caf_core::ExecutionId) -> caf_core::Result<usize> {
+        Ok(0)
+    }
+}
+
+pub(super) fn sql_failure(e: impl std::fmt::Display) -> Failure {
+    Failure::msg(format!("bench: {e}"))
+}
+
+/// The store under test, and its database when it has one.
+pub(super) fn open_store(
+    mode: Mode,
+    dir: &Path,
+    pg: Option<&str>,
+) -> Result<(Box<dyn CheckpointStore>, Option<SqlStore>), Failure> {
+    let sqlite = || {
+        SqlStore::open(&format!("sqlite://{}", dir.join("bench.db").display())).map_err(sql_failure)
+    };
+    Ok(match mode {
+        Mode::Files => (Box::new(FileStore::open(dir.join("store"))?), None),
+        Mode::FilesSqlite => (
+            Box::new(HybridStore::new(
+                FileStore::open(dir.join("store"))?,
+                sqlite()?,
+            )?),
+            None,
+        ),
+        Mode::Sqlite => (Box::new(NullStore), Some(sqlite()?)),
+        Mode::Postgres => {
+            let url =
+                pg.ok_or_else(|| Failure::Usage("--mode postgres needs --db postgres://…".into()))?;
+            (
+                Box::new(NullStore),
+                Some(SqlStore::open(url).map_err(sql_failure)?),
+            )
+        }
+    })
+}
+
+/// How the files modes save: in the caller's thread, or handed to a background writer.
+enum Saving {
+    Sync(Box<dyn CheckpointStore>),
+    Async(AsyncStore<Box<dyn CheckpointStore>>),
+}
+
+pub(super) fn measure(
+    mode: Mode,
+    durability: Durability,
+    scratch: &Path,
+    executions: u32,
+    steps: u32,
+    pg: Option<&str>,
+) -> Result<Figures, Failure> {
+    let tmp = tempfile::Builder::new()
+        .prefix(".caf-bench-")
+        .tempdir_in(scratch)
+        .map_err(|e| Failure::msg(format!("{}: {e}", scratch.display())))?;
+    let floor_dir = tmp.path().join("floor");
+    std::fs::create_dir_all(&floor_dir)
+        .map_err(|e| Failure::msg(format!("{}: {e}", floor_dir.display())))?;
+    let (files_or_null, db) = open_store(mode, tmp.path(), pg)?;
+    let files_or_null = match durability {
+        Durability::Sync => Saving::Sync(files_or_null),
+        Durability::Async => Saving::Async(AsyncStore::new(files_or_null)),
+    };
+    // The store that is read back: the database alone in the SQL modes.
+    let store: &dyn CheckpointStore = match (&db, &files_or_null) {
+        (Some(db), _) => db,
+        (None, Saving::Sync(s)) => s.as_ref(),
+        (None, Saving::Async(s)) => s,
+    };
+    let maker = CheckpointManager::new(NullStore);
+    let mut append_floor = AppendFloor::open(floor_dir.join("append.bin"))?;
+    let (mut save, mut floor, mut sync) = (Vec::new(), Vec::new(), Vec::new());
+    let mut append = Vec::new();
+    let (mut sync_10, mut sync_last) = (Vec::new(), Vec::new());
+    let mut flushes = Vec::new();
+    let mut execs = Vec::new();
+    let (mut last_bytes, mut whole) = (0, 0);
+    for e in 0..executions {
+        let mut state = RuntimeState::new(format!("bench-agent-{e}"));
+        execs.push(state.execution_id().clone());
+        for s in 1..=steps as usize {
+            step(&mut state, s)?;
+            let c = maker.checkpoint(
+                &mut state,
+                CheckpointOptions::new(CheckpointReason::StepCompleted),
+            )?;
+            let id = c.id.clone();
+            let t = Instant::now();
+            let bytes = match &db {
+                None => match &files_or_null {
+                    Saving::Sync(s) => {
+                        s.save(&c)?;
+                        save.push(micros(t));
+                        encode(&c).map_err(|e| Failure::msg(e.to_string()))?
+                    }
+                    Saving::Async(s) => {
+                        // The floor's bytes first, untimed: the checkpoint is handed over.
+                        let bytes = encode(&c).map_err(|e| Failure::msg(e.to_string()))?;
+                        let t = Instant::now();
+                        s.save_owned(c)?;
+                        save.push(micros(t));
+                        bytes
+                    }
+                },
+                Some(db) => {
+                    let bytes = encode(&c).map_err(|e| Failure::msg(e.to_string()))?;
+                    let t_sync = Instant::now();
+                    db.sync_encoded(&c, &bytes).map_err(sql_failure)?;
+                    let whole = micros(t_sync);
+                    save.push(micros(t));
+                    // The SQL work apart from the flush that makes it durable (SQLite's group
+                    // commit flushes after the commit; PostgreSQL's commit waits for its own).
+                    let flush_us = db.last_flush().map(|d| d.as_secs_f64() * 1e6);
+                    if let Some(f) = flush_us {
+                        flushes.push(f);
+                    }
+                    let us = whole - flush_us.unwrap_or(0.0);
+                    sync.push(us);
+                    if s == 10 {
+                        sync_10.push(us);
+                    }
+                    if s == steps as usize {
+                        sync_last.push(us);
+                    }
+                    bytes
+                }
+            };
+            last_bytes = bytes.len() as u64;
+            whole += last_bytes;
+            let target = floor_dir.join(format!("{id}.json"));
+            let t = Instant::now();
+            write_atomic(&target, None, &bytes, AtomicWriteOptions::default())?;
+            floor.push(micros(t));
+            append.push(append_floor.append(&bytes)?);
+        }
+    }
+    // Async: what is still queued is written before anything is read (reads wait for it).
+    let drain_us = (durability == Durability::Async).then(|| {
+        let t = Instant::now();
+        let _ = store.list(&ListFilter::execution(&execs[0]));
+        rounded(micros(t))
+    });
+    let (mut restore, mut list) = (Vec::new(), Vec::new());
+    for e in &execs {
+        let t = Instant::now();
+        let latest = store.latest(e)?;
+        restore.push(micros(t));
+        if latest.is_none() {
+            return Err(Failure::msg(format!(
+                "bench: execution {e} has no latest checkpoint"
+            )));
+        }
+        let t = Instant::now();
+        let items = store.list(&ListFilter::execution(e))?;
+        list.push(micros(t));
+        if items.len() != steps as usize {
+            return Err(Failure::msg(format!(
+                "bench: listed {} of {steps} checkpoints",
+                items.len()
+            )));
+        }
+    }
+    let sql_mode = db.is_some();
+    // PostgreSQL keeps its data on the server: ask it what the tables take.
+    let server_bytes = match (&db, mode) {
+        (Some(db), Mode::Postgres) => Some(db.database_bytes().map_err(sql_failure)?),
+        _ => None,
+    };
+    drop(files_or_null);
+    drop(db);
+    drop(append_floor);
+    let disk_bytes =
+        server_bytes.unwrap_or_else(|| dir_bytes(tmp.path()).saturating_sub(dir_bytes(&floor_dir)));
+    let opt = |v: &mut Vec<f64>| (!v.is_empty()).then(|| rounded(median(v)));
+    Ok(Figures {
+        mode,
+        durability,
+        drain_us,
+        executions,
+        steps,
+        statistic: "median",
+        save_mean_us: rounded(mean(&save)),
+        floor_mean_us: rounded(mean(&floor)),
+        append_floor_mean_us: rounded(mean(&append)),
+        restore_mean_us: rounded(mean(&restore)),
+        list_mean_us: rounded(mean(&list)),
+        save_p95_us: rounded(quantile(&mut save, 0.95)),
+        save_us: rounded(median(&mut save)),
+        restore_us: rounded(median(&mut restore)),
+        list_us: rounded(median(&mut list)),
+        floor_us: rounded(median(&mut floor)),
+        append_floor_us: rounded(median(&mut append)),
+        disk_bytes,
+        checkpoint_bytes_last: last_bytes,
+        sync_us: if sql_mode { opt(&mut sync) } else { None },
+        sync_at_10_us: opt(&mut sync_10),
+        sync_at_last_us: opt(&mut sync_last),
+        flush_us: opt(&mut flushes),
+        whole_bytes: whole,
+        append_floor_samples: append,
+    })
+}

@@ -1,0 +1,256 @@
+//! The seam between a store and the file system: the few operations a save, a load and a
+//! hybrid store's flush perform (create, write, sync, rename, directory sync, read, remove).
+//!
+//! A [`FileStore`](super::FileStore) is generic over [`Fs`], with [`RealFs`] as the default: a
+//! zero-sized type whose methods are the `std` calls themselves, so that in every normal build
+//! the seam compiles away (no trait object, no branch). The trait is sealed: caf implements it
+//! twice, for the real file system and (feature `test-support`) for
+//! [`TestFs`](super::TestFs), the test double that fails the *n*-th operation or records every
+//! operation for power-loss images. It is not a file-system abstraction for users.
+
+use std::fs::{File, OpenOptions};
+use std::io::{self, Read, Write};
+use std::path::Path;
+
+pub(crate) mod sealed {
+    /// Only caf's own implementations of [`super::Fs`] exist.
+    pub trait Sealed {}
+}
+
+/// The file-system operations of a store (see the module docs). Every method is one system
+/// call, or as few as `std` makes it; `path` arguments beside a `file` name that file (for
+/// messages and for the test double's records).
+pub trait Fs: sealed::Sealed + Clone + Send + Sync + std::fmt::Debug + 'static {
+    /// Creates the directory and its missing parents.
+    fn create_dir_all(&self, dir: &Path) -> io::Result<()>;
+    /// Creates a new file for writing (`rw-r--r--`), failing if `path` exists.
+    fn create_new(&self, path: &Path) -> io::Result<File>;
+    /// Opens an existing file for writing, emptied (a spare file about to be written).
+    fn open_truncate(&self, path: &Path) -> io::Result<File>;
+    /// Opens a file for appending and reading, created if missing (the index log).
+    fn open_append(&self, path: &Path) -> io::Result<File>;
+    /// Opens a file for reading.
+    fn open_read(&self, path: &Path) -> io::Result<File>;
+    /// Writes some of `buf` at the file's position (as `write(2)`: may write less).
+    fn write(&self, file: &File, path: &Path, buf: &[u8]) -> io::Result<usize>;
+    /// Reads into `buf` from the file's position (as `read(2)`; 0 at the end).
+    fn read(&self, file: &File, path: &Path, buf: &mut [u8]) -> io::Result<usize>;
+    /// Flushes the file's data (and the size needed to read it) to disk (`fdatasync`).
+    fn sync_data(&self, file: &File, path: &Path) -> io::Result<()>;
+    /// Renames `from` over `to` (atomic on POSIX).
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
+    /// Removes a file.
+    fn remove_file(&self, path: &Path) -> io::Result<()>;
+    /// Flushes a directory's entries to disk (`fsync` of the directory).
+    fn sync_dir(&self, dir: &Path) -> io::Result<()>;
+    /// Flushes everything written on the file system holding `dir` (`syncfs` on Linux; elsewhere
+    /// only the directory, see [`sync_file_system`](super::sync_file_system)).
+    fn sync_fs(&self, dir: &Path) -> io::Result<()>;
+}
+
+/// The real file system: each method is the `std` (or `syncfs`) call it names. Zero-sized.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RealFs;
+
+impl sealed::Sealed for RealFs {}
+
+impl Fs for RealFs {
+    #[inline]
+    fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
+        std::fs::create_dir_all(dir)
+    }
+
+    #[inline]
+    fn create_new(&self, path: &Path) -> io::Result<File> {
+        new_file_options().open(path)
+    }
+
+    #[inline]
+    fn open_truncate(&self, path: &Path) -> io::Result<File> {
+        OpenOptions::new().write(true).truncate(true).open(path)
+    }
+
+    #[inline]
+    fn open_append(&self, path: &Path) -> io::Result<File> {
+        OpenOptions::new()
+            .create(true)
+            .append(true)
+            .read(true)
+            .open(path)
+    }
+
+    #[inline]
+    fn open_read(&self, path: &Path) -> io::Result<File> {
+        File::open(path)
+    }
+
+    #[inline]
+    fn write(&self, mut file: &File, _path: &Path, buf: &[u8]) -> io::Result<usize> {
+        file.write(buf)
+    }
+
+    #[inline]
+    fn read(&self, mut file: &File, _path: &Path, buf: &mut [u8]) -> io::Result<usize> {
+        file.read(buf)
+    }
+
+    #[inline]
+    fn sync_data(&self, file: &File, _path: &Path) -> io::Result<()> {
+        file.sync_data()
+    }
+
+    #[inline]
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        std::fs::rename(from, to)
+    }
+
+    #[inline]
+    fn remove_file(&self, path: &Path) -> io::Result<()> {
+        std::fs::remove_file(path)
+    }
+
+    #[inline]
+    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
+        File::open(dir)?.sync_all()
+    }
+
+    #[inline]
+    fn sync_fs(&self, dir: &Path) -> io::Result<()> {
+        real_sync_fs(dir)
+    }
+}
+
+/// How a new file is opened: for writing, never over an existing one, `rw-r--r--` (checkpoints
+/// are ordinary documents, meant for git).
+pub(crate) fn new_file_options() -> OpenOptions {
+    let mut o = OpenOptions::new();
+    o.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        o.mode(0o644);
+    }
+    o
+}
+
+#[cfg(target_os = "linux")]
+pub(crate) fn real_sync_fs(dir: &Path) -> io::Result<()> {
+    let d = File::open(dir)?;
+    rustix::fs::syncfs(&d).map_err(io::Error::from)
+}
+
+#[cfg(not(target_os = "linux"))]
+pub(crate) fn real_sync_fs(dir: &Path) -> io::Result<()> {
+    File::open(dir)?.sync_all()
+}
+
+/// Writes all of `buf` through `fs`, going on after short writes (`write(2)` may write less
+/// than asked without failing).
+pub(crate) fn write_all<F: Fs>(fs: &F, file: &File, path: &Path, mut buf: &[u8]) -> io::Result<()> {
+    while !buf.is_empty() {
+        match fs.write(file, path, buf) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => buf = &buf[n..],
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// Reads the rest of `file` through `fs` into `out`, at most `limit` bytes.
+pub(crate) fn read_to_end<F: Fs>(
+    fs: &F,
+    file: &File,
+    path: &Path,
+    out: &mut Vec<u8>,
+    limit: u64,
+) -> io::Result<()> {
+    let mut chunk = [0u8; 64 * 1024];
+    loop {
+        let room = usize::try_from(limit.saturating_sub(out.len() as u64)).unwrap_or(usize::MAX);
+        if room == 0 {
+            return Ok(());
+        }
+        let want = room.min(chunk.len());
+        match fs.read(file, path, &mut chunk[..want]) {
+            Ok(0) => return Ok(()),
+            Ok(n) => out.extend_from_slice(&chunk[..n]),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// Creates `dir` and its missing parents so that they survive a power loss: each directory
+/// made is flushed into its parent (`fsync` of the parent). Existing directories cost nothing
+/// but a `stat`. A store's directory and its `.caf/` are made this way: the files a store
+/// flushes are only as durable as the directory entries that lead to them.
+pub(crate) fn create_dir_durable<F: Fs>(fs: &F, dir: &Path) -> io::Result<()> {
+    if dir.is_dir() {
+        return Ok(());
+    }
+    let missing: Vec<&Path> = dir
+        .ancestors()
+        .take_while(|a| !a.as_os_str().is_empty() && !a.is_dir())
+        .collect();
+    fs.create_dir_all(dir)?;
+    for made in missing.iter().rev() {
+        let parent = made
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        fs.sync_dir(parent)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::{Fault, Op, TestFs};
+
+    #[test]
+    fn the_real_file_system_costs_no_space() {
+        assert_eq!(std::mem::size_of::<RealFs>(), 0);
+        assert_eq!(
+            std::mem::size_of::<crate::FileStore>(),
+            std::mem::size_of::<crate::FileStore<RealFs>>()
+        );
+    }
+
+    #[test]
+    fn write_all_goes_on_after_a_short_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let fs = TestFs::new();
+        let path = dir.path().join("f");
+        let file = fs.create_new(&path).unwrap();
+        fs.arm(1, Fault::ShortWrite, false);
+        write_all(&fs, &file, &path, b"0123456789").unwrap();
+        assert!(fs.disarm().is_some(), "the first write was short");
+        assert_eq!(std::fs::read(&path).unwrap(), b"0123456789");
+    }
+
+    #[test]
+    fn a_directory_made_durably_is_flushed_into_its_parent() {
+        let dir = tempfile::tempdir().unwrap();
+        let fs = TestFs::new();
+        fs.record(None);
+        let made = dir.path().join("a").join("b");
+        create_dir_durable(&fs, &made).unwrap();
+        create_dir_durable(&fs, &made).unwrap(); // there already: nothing more
+        let ops: Vec<Op> = fs.records().into_iter().map(|r| r.op).collect();
+        let a = dir.path().join("a");
+        assert_eq!(
+            ops,
+            vec![
+                Op::Mkdir { path: a.clone() },
+                Op::Mkdir { path: made.clone() },
+                Op::SyncDir {
+                    path: dir.path().to_path_buf()
+                },
+                Op::SyncDir { path: a },
+            ]
+        );
+    }
+}
