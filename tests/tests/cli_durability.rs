@@ -70,7 +70,19 @@ fn bad_durability_values_are_refused() {
     );
     // Nothing was written.
     assert!(json_files(&sb.store()).is_empty());
-    // The flag wins over the file.
+    // The flag does not make a broken caf.toml usable: every store opened to write reads it
+    // for its redaction rules, and no save goes ahead without them.
+    let out = sb
+        .caf(&["demo", "--durability", "sync", "--steps", "3"])
+        .fails(1);
+    assert!(
+        out.errors()[0].contains("caf.toml:1:"),
+        "{}",
+        out.describe()
+    );
+    assert!(json_files(&sb.store()).is_empty());
+    // With a valid file, the flag wins over it.
+    std::fs::write(sb.store().join("caf.toml"), "durability = \"async\"\n").unwrap();
     sb.caf(&["demo", "--durability", "sync", "--steps", "3"])
         .ok();
 }

@@ -80,9 +80,11 @@ fn saves_resumes_and_prunes_emit_metrics_and_the_store_view_agrees() {
     assert_eq!(store.describe(), label);
     let m = CheckpointManager::new(&store);
     let mut deleted = 0;
+    let mut state_execution = None;
     let e = emitted(|| {
-        // Four checkpoints of a state.
+        // Four checkpoints of a state that holds a secret: each save redacts one value.
         let mut state = RuntimeState::new("agent");
+        state.set_variable("api_key", json!("k3y-0f-the-k1ngd0m"));
         for i in 0..4 {
             state.set_variable("i", json!(i));
             m.checkpoint(
@@ -115,6 +117,7 @@ fn saves_resumes_and_prunes_emit_metrics_and_the_store_view_agrees() {
         )
         .unwrap();
         deleted = outcome.deleted.len();
+        state_execution = Some(state.execution_id().clone());
     });
     // 4 saves, the run's started + 2 steps + error, the resumed run's resumed + c + completed,
     // and the fork: 12.
@@ -128,6 +131,8 @@ fn saves_resumes_and_prunes_emit_metrics_and_the_store_view_agrees() {
         e.counters[metrics::PRUNE_COUNT],
         (deleted as u64, label.clone())
     );
+    // The four saves with the secret; the fork's copy of a redacted state has nothing new.
+    assert_eq!(e.counters[metrics::REDACTION_COUNT], (4, label.clone()));
     let (sizes, l) = &e.histograms[metrics::SAVE_SIZE_BYTES];
     assert_eq!(l, &label);
     assert_eq!(sizes.len(), 12);
@@ -155,6 +160,20 @@ fn saves_resumes_and_prunes_emit_metrics_and_the_store_view_agrees() {
     assert_eq!(view.pruned, deleted as u64);
     assert_eq!(view.checkpoints, held.len() as u64);
     assert_eq!(view.executions, 2);
+    // Redactions: the counts the checkpoints still held record (the pruned ones are gone).
+    let recorded: u64 = held
+        .iter()
+        .map(|s| store.load(&s.id).unwrap().metadata.redactions())
+        .sum();
+    // One in each save of the state still held (a branch's copy of a redacted state adds none).
+    let saves_of_state = held
+        .iter()
+        .filter(|s| &s.execution_id == state_execution.as_ref().unwrap())
+        .filter(|s| s.checkpoint_reason == CheckpointReason::StepCompleted)
+        .count() as u64;
+    assert!(saves_of_state > 0);
+    assert_eq!(recorded, saves_of_state);
+    assert_eq!(view.redactions, recorded);
     assert_eq!(
         view.sizes.iter().sum::<u64>(),
         held.iter().map(|s| s.bytes).sum::<u64>()
@@ -320,14 +339,23 @@ fn caf_stats_metrics_prints_the_store_in_prometheus_text() {
         "{}",
         out.describe()
     );
-    // Five saves (one records a resume after two steps), then a prune of two.
+    // Five saves (one records a resume after two steps; the last two hold two secrets, one
+    // pruned first), then a prune of two.
     for n in 1..=5 {
         let reason = if n == 4 { "resumed" } else { "step_completed" };
-        let parts = json!({"agent_id": "a", "progress": {
+        let mut parts = json!({"agent_id": "a", "progress": {
             "step_number": n,
             "completed_steps": (1..=n).map(|i| json!({"name": format!("s{i}"), "completed_at": "2026-01-05T10:00:00Z"})).collect::<Vec<_>>(),
             "pending_steps": []
         }});
+        if n >= 4 {
+            parts["context"] = json!({"variables": {"password": "hunter22", "db_token": "t0k"},
+                "state": {}, "history": []});
+        }
+        if n == 1 {
+            parts["context"] =
+                json!({"variables": {"secret": "s3cr3t"}, "state": {}, "history": []});
+        }
         let file = sb.path().join(format!("parts{n}.json"));
         std::fs::write(&file, parts.to_string()).unwrap();
         sb.caf(&[
@@ -358,7 +386,8 @@ fn caf_stats_metrics_prints_the_store_in_prometheus_text() {
     assert_eq!(get("checkpoint_prune_count"), 2.0);
     assert_eq!(get("checkpoint_resume_count"), 1.0);
     assert_eq!(get("steps_recovered"), 4.0);
-    assert_eq!(get("checkpoint_redaction_count"), 0.0);
+    // Two values in each of the two held checkpoints with secrets; the pruned one's is gone.
+    assert_eq!(get("checkpoint_redaction_count"), 4.0);
     assert_eq!(get("checkpoints_stored"), 3.0);
     assert_eq!(get("executions_stored"), 1.0);
     assert_eq!(get("checkpoint_save_size_bytes_count"), 3.0);
@@ -395,6 +424,7 @@ fn caf_stats_metrics_prints_the_store_in_prometheus_text() {
     assert_eq!(j["resumes"], 1);
     assert_eq!(j["steps_recovered"], 4);
     assert_eq!(j["checkpoints"], 3);
+    assert_eq!(j["redactions"], 4);
     // --metrics is a view of the whole store.
     sb.caf(&["stats", "--metrics", "--execution", "exec_m"])
         .fails(2);
@@ -409,7 +439,7 @@ fn rendered_store_metrics_parse_with_every_bucket() {
         resumes: 2,
         steps_recovered: 9,
         pruned: 4,
-        redactions: 0,
+        redactions: 6,
         checkpoints: 3,
         executions: 2,
     };
@@ -426,5 +456,64 @@ fn rendered_store_metrics_parse_with_every_bucket() {
     assert_eq!(bucket("16384"), 2.0);
     assert_eq!(bucket("67108864"), 2.0);
     assert_eq!(bucket("+Inf"), 3.0);
+    assert_eq!(
+        v[&("checkpoint_redaction_count".to_string(), String::new())],
+        6.0
+    );
     assert!(text.contains(r#"store="a \"quoted\" dir""#), "{text}");
+}
+
+/// A checkpoint with one secret: a value under a sensitive key.
+fn with_one_secret(id: &str) -> caf_core::Checkpoint {
+    let mut c = caf_core::Checkpoint::new(
+        caf_core::CheckpointId::new(id).unwrap(),
+        ExecutionId::new("exec_secret").unwrap(),
+        "agent",
+        caf_core::Timestamp::from_micros(1_767_000_000_000_000),
+        CheckpointReason::Manual,
+    );
+    c.snapshot
+        .context
+        .variables
+        .insert("db_password".into(), json!("correct-horse-battery"));
+    c
+}
+
+#[test]
+fn every_store_counts_each_redacted_value_once_live_and_in_its_view() {
+    let dir = tempfile::tempdir().unwrap();
+    let sqlite_url = |name: &str| format!("sqlite://{}", dir.path().join(name).display());
+    let files = FileStore::open(dir.path().join("files")).unwrap();
+    let memory = caf_core::MemoryStore::new();
+    let sqlite = caf_sql::SqlStore::open(&sqlite_url("db")).unwrap();
+    let hybrid = caf_sql::HybridStore::new(
+        FileStore::open(dir.path().join("hybrid")).unwrap(),
+        caf_sql::SqlStore::open(&sqlite_url("h.db")).unwrap(),
+    )
+    .unwrap();
+    let stores: [(&str, &dyn CheckpointStore); 4] = [
+        ("files", &files),
+        ("memory", &memory),
+        ("sqlite", &sqlite),
+        ("hybrid", &hybrid),
+    ];
+    for (name, store) in stores {
+        let e = emitted(|| {
+            store.save(&with_one_secret("ckpt_a")).unwrap();
+            // Through save_encoded too (what import and an async store's writer call).
+            let c = with_one_secret("ckpt_b");
+            let bytes = caf_core::format::encode(&c).unwrap();
+            store.save_encoded(&c, &bytes).unwrap();
+            // A checkpoint already redacted has nothing new to count.
+            let back = store.load(&c.id).unwrap();
+            store.save(&back).unwrap();
+        });
+        assert_eq!(
+            e.counters.get(metrics::REDACTION_COUNT),
+            Some(&(2, store.describe())),
+            "{name}: one series, the store's, counting each value once"
+        );
+        let view = StoreMetrics::of(store).unwrap();
+        assert_eq!(view.redactions, 2, "{name}");
+    }
 }

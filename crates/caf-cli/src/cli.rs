@@ -89,6 +89,10 @@ pub enum Command {
     Label(LabelArgs),
     /// Delete old checkpoints by a retention policy (DIR/caf.toml, or flags).
     Prune(PruneArgs),
+    /// Run a command (a long agent session) and capture checkpoints of the project while it
+    /// runs: at the start, every interval, and when it exits; `caf watch summary` shows a
+    /// past session.
+    Watch(WatchArgs),
     /// Measure save, restore-latest and list on the agent-run workload.
     #[command(args = unused_globals("bench", &["no_files"]))]
     Bench(BenchArgs),
@@ -204,6 +208,65 @@ pub struct ExportArgs {
     /// stdout.
     #[arg(long, short = 'o')]
     pub output: Option<PathBuf>,
+}
+
+/// `caf watch`.
+#[derive(Debug, Args)]
+#[command(
+    args_conflicts_with_subcommands = true,
+    after_help = "Each capture is a checkpoint of the session's execution (labels capture-N and \
+watch) holding the probes' readings in its context state: git (branch, modified, staged and \
+untracked files, the last commit), files_modified (every file modified since the watch \
+started), state_dir (files and sizes, with --state-dir), memory (the command's and caf's \
+resident size). A capture at an interval is saved only if something changed (--always saves \
+every one). Without a command the watch runs until SIGINT (Ctrl-C) or SIGTERM. With a command, \
+Ctrl-C reaches the command through the terminal and the watch ends when the command does; \
+SIGTERM is passed on to the command. The last capture holds the exit status and the session's \
+summary, which is printed; caf then exits with the command's status (128+N if a signal N \
+killed it). See `caf watch summary --help`."
+)]
+pub struct WatchArgs {
+    /// Show a past session instead.
+    #[command(subcommand)]
+    pub action: Option<WatchAction>,
+    /// How often to capture: a whole number and a unit (ms, s, m, h, d, w), e.g. 15m, 30s.
+    #[arg(long, default_value = "15m", value_parser = interval_arg)]
+    pub interval: std::time::Duration,
+    /// The project whose git status and modified files are captured [default: the current
+    /// directory].
+    #[arg(long, value_name = "DIR")]
+    pub project: Option<PathBuf>,
+    /// A directory whose files and sizes are captured (an agent's state directory, such as
+    /// .aiwg).
+    #[arg(long, value_name = "DIR")]
+    pub state_dir: Option<PathBuf>,
+    /// The session: the execution id of the captures [default: a new watch_… id]. A session
+    /// the store has is continued.
+    #[arg(long, value_name = "ID")]
+    pub session: Option<String>,
+    /// Save a capture at every interval, even when nothing changed.
+    #[arg(long)]
+    pub always: bool,
+    /// The command to run and watch, after `--`.
+    #[arg(last = true, value_name = "COMMAND")]
+    pub command: Vec<std::ffi::OsString>,
+}
+
+/// `caf watch summary`.
+#[derive(Debug, Subcommand)]
+pub enum WatchAction {
+    /// Print the summary of a watch session: captures, duration, files modified, and each
+    /// capture (a session cut short by a crash has one too, of what it saved).
+    Summary {
+        /// The session [default: the newest watch session in the store].
+        #[arg(long, value_name = "ID")]
+        session: Option<String>,
+    },
+}
+
+/// Parses `--interval`.
+fn interval_arg(s: &str) -> Result<std::time::Duration, String> {
+    caf_core::capture::parse_interval(s).map_err(|e| e.to_string())
 }
 
 /// `caf delete`.

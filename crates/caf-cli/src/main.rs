@@ -10,6 +10,7 @@ mod commands;
 mod demo;
 mod graph;
 mod output;
+mod supervise;
 mod target;
 
 use std::process::ExitCode;
@@ -21,6 +22,8 @@ pub enum Failure {
     Failed(Vec<String>),
     /// The command line was wrong (exit 2).
     Usage(String),
+    /// Exit with this status, nothing to print (`caf watch` ends with its command's status).
+    Status(u8),
 }
 
 impl Failure {
@@ -85,5 +88,6 @@ fn main() -> ExitCode {
             output::error_line(&m);
             ExitCode::from(2)
         }
+        Err(Failure::Status(code)) => ExitCode::from(code),
     }
 }

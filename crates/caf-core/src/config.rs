@@ -18,7 +18,20 @@
 //! max_per_execution = 24  # optional
 //! ```
 //!
-//! Every key is optional; an absent file means the defaults, which delete nothing. A key caf
+//! ```toml
+//! [redaction]             # secrets are replaced by [REDACTED:kind] before a save (see caf_core::redact)
+//! enabled = true          # the default
+//! keys = ["session_id"]   # more sensitive keys: their values are replaced whole
+//! allow_keys = ["token"]  # values under these keys are kept as they are
+//! allow_patterns = ["jwt"] # pattern kinds turned off
+//!
+//! [[redaction.patterns]]  # patterns of your own
+//! kind = "ticket"
+//! regex = "TCK-[0-9]{6}"
+//! ```
+//!
+//! Every key is optional; an absent file means the defaults, which delete nothing and redact
+//! with every built-in rule. A key caf
 //! does not know is refused (a misspelt `keep_lats` must not silently keep everything), with
 //! the file, the line and the key in the message. Tiers must reach strictly further one after
 //! another and have durations longer than zero ([`check_tiers`]).
@@ -36,6 +49,7 @@
 //! ```
 
 use crate::duration::Duration;
+use crate::redact::{RedactionError, RedactionRules};
 use crate::retention::{check_tiers, RetentionPolicy, Tier, TierError};
 use crate::store::SaveMode;
 use serde::{Deserialize, Serialize};
@@ -56,6 +70,72 @@ pub struct Config {
     /// The `[retention]` table: what `caf prune` (and automatic pruning) keeps.
     #[serde(default)]
     pub retention: RetentionConfig,
+    /// The `[redaction]` table: what counts as a secret in this directory's checkpoints.
+    #[serde(default)]
+    pub redaction: RedactionConfig,
+}
+
+/// The `[redaction]` table (see [`crate::redact`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+#[non_exhaustive]
+pub struct RedactionConfig {
+    /// Redact at all (default `true`).
+    pub enabled: bool,
+    /// Patterns of the user's own (`[[redaction.patterns]]` tables).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub patterns: Vec<PatternConfig>,
+    /// More sensitive keys: values under keys ending with these words are replaced whole.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub keys: Vec<String>,
+    /// Keys whose values are kept as they are (an opt-out per key).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub allow_keys: Vec<String>,
+    /// Pattern kinds turned off (an opt-out per pattern, built-in or not), e.g. `jwt`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub allow_patterns: Vec<String>,
+}
+
+/// One `[[redaction.patterns]]` table.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PatternConfig {
+    /// What the marker calls it: `[REDACTED:kind]` (a snake_case word).
+    pub kind: String,
+    /// A regular expression (Rust `regex` syntax) matched anywhere in a string.
+    pub regex: String,
+}
+
+impl Default for RedactionConfig {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            patterns: Vec::new(),
+            keys: Vec::new(),
+            allow_keys: Vec::new(),
+            allow_patterns: Vec::new(),
+        }
+    }
+}
+
+impl RedactionConfig {
+    /// The rules this table describes: the built-in ones, with its additions and opt-outs.
+    pub fn rules(&self) -> Result<RedactionRules, RedactionError> {
+        let mut rules = RedactionRules::new().enabled(self.enabled);
+        for p in &self.patterns {
+            rules = rules.with_pattern(&p.kind, &p.regex)?;
+        }
+        for k in &self.keys {
+            rules = rules.with_key(k)?;
+        }
+        for k in &self.allow_keys {
+            rules = rules.allow_key(k)?;
+        }
+        for kind in &self.allow_patterns {
+            rules = rules.allow_pattern(kind)?;
+        }
+        Ok(rules)
+    }
 }
 
 /// The `[retention]` table.
@@ -141,6 +221,15 @@ pub enum ConfigError {
         /// What is wrong, naming the key (`unknown field `keep_lats`, expected one of …`).
         message: String,
     },
+    /// The `[redaction]` table holds a bad pattern, key or opt-out.
+    #[error("{}: [redaction]: {source}", path.display())]
+    Redaction {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: RedactionError,
+    },
     /// The `[[retention.tiers]]` do not make sense.
     #[error("{}: [[retention.tiers]]: {source}", path.display())]
     Tiers {
@@ -202,7 +291,18 @@ impl Config {
             path: path.to_path_buf(),
             source,
         })?;
+        config.redaction_rules(path)?;
         Ok(config)
+    }
+
+    /// The redaction rules of the `[redaction]` table; `path` (the file) is only used in errors.
+    pub fn redaction_rules(&self, path: &Path) -> Result<RedactionRules, ConfigError> {
+        self.redaction
+            .rules()
+            .map_err(|source| ConfigError::Redaction {
+                path: path.to_path_buf(),
+                source,
+            })
     }
 }
 
@@ -357,6 +457,70 @@ max_per_execution = 24
                 ..
             })
         ));
+    }
+
+    #[test]
+    fn the_redaction_table_adds_rules_and_opt_outs() {
+        let config = parse(
+            r#"
+[redaction]
+keys = ["session_id"]
+allow_keys = ["token"]
+allow_patterns = ["jwt", "ticket"]
+
+[[redaction.patterns]]
+kind = "ticket"
+regex = "TCK-[0-9]{6}"
+
+[[redaction.patterns]]
+kind = "badge"
+regex = "BDG-[0-9]{4}"
+"#,
+        )
+        .unwrap();
+        let rules = config.redaction_rules(Path::new("caf.toml")).unwrap();
+        assert!(rules.is_enabled());
+        let v = serde_json::json!({"a": "TCK-123456 BDG-1234", "session_id": "s", "token": "t"});
+        let (out, n) = rules.redact_value(&v).unwrap();
+        assert_eq!(
+            out,
+            serde_json::json!({"a": "TCK-123456 [REDACTED:badge]", "session_id": "[REDACTED:session_id]", "token": "t"})
+        );
+        assert_eq!(n, 2);
+        assert!(Config::default().redaction.enabled);
+        let off = parse("[redaction]\nenabled = false\n").unwrap();
+        assert!(!off.redaction_rules(Path::new("x")).unwrap().is_enabled());
+    }
+
+    #[test]
+    fn bad_redaction_tables_are_refused_in_one_line() {
+        for (text, says) in [
+            (
+                "[redaction]\nallow_pattern = [\"jwt\"]\n",
+                "unknown field `allow_pattern`",
+            ),
+            (
+                "[redaction]\nallow_patterns = [\"jwtt\"]\n",
+                "no redaction pattern of kind \"jwtt\"",
+            ),
+            (
+                "[[redaction.patterns]]\nkind = \"t\"\nregex = \"(\"\n",
+                "redaction pattern \"t\" is not a valid regular expression",
+            ),
+            (
+                "[[redaction.patterns]]\nkind = \"T T\"\nregex = \"x\"\n",
+                "not a snake_case word",
+            ),
+            (
+                "[[redaction.patterns]]\nkind = \"t\"\n",
+                "missing field `regex`",
+            ),
+        ] {
+            let err = parse(text).unwrap_err().to_string();
+            assert!(err.starts_with("dir/caf.toml"), "{err}");
+            assert!(err.contains(says), "{text}: {err}");
+            assert!(!err.contains('\n'), "one line: {err}");
+        }
     }
 
     #[test]

@@ -33,6 +33,7 @@
 //! assert_eq!(restored.remaining_steps, vec!["summarise".to_string()]);
 //! ```
 
+pub mod capture;
 pub mod clock;
 pub mod config;
 pub mod diff;
@@ -46,6 +47,7 @@ pub mod inspect;
 pub mod manager;
 pub mod metrics;
 pub mod prune;
+pub mod redact;
 pub mod resume;
 pub mod retention;
 pub mod runtime;
@@ -66,6 +68,7 @@ pub use format::{
 };
 pub use id::{CheckpointId, ExecutionId, IdError};
 pub use manager::{CheckpointManager, CheckpointOptions, Chosen, ForkOptions, Restored};
+pub use redact::{RedactionRules, Redactor};
 pub use retention::{plan, Condemned, Kept, PrunePlan, RetentionPolicy, Tier};
 pub use runtime::{Event, RuntimeState};
 pub use status::ExecutionStatus;

@@ -156,6 +156,15 @@ impl<S: CheckpointStore> CheckpointManager<S> {
         options: CheckpointOptions,
     ) -> Result<Checkpoint> {
         let started = std::time::Instant::now();
+        let checkpoint = self.prepare(state, options);
+        self.commit_since(state, &checkpoint, started)?;
+        Ok(checkpoint)
+    }
+
+    /// The checkpoint [`checkpoint`](Self::checkpoint) would take of `state`, not saved: for a
+    /// caller that adds to it first (periodic capture writes a session summary into its last
+    /// one), then [`commit`](Self::commit)s it.
+    pub fn prepare(&self, state: &RuntimeState, options: CheckpointOptions) -> Checkpoint {
         let mut checkpoint = Checkpoint::new(
             (self.ids)(),
             state.execution_id().clone(),
@@ -172,10 +181,26 @@ impl<S: CheckpointStore> CheckpointManager<S> {
         md.description = options.description;
         md.labels = options.labels;
         checkpoint.snapshot = state.snapshot().clone();
-        let summary = self.store.save(&checkpoint)?;
-        crate::metrics::saved(&self.store, &checkpoint, &summary, started.elapsed());
-        state.mark_checkpointed(&checkpoint);
-        Ok(checkpoint)
+        checkpoint
+    }
+
+    /// Saves a checkpoint [`prepare`](Self::prepare)d from `state`, then marks the state
+    /// checkpointed: emits the save metrics and `CheckpointSaved`, and clears the dirty set.
+    pub fn commit(&self, state: &mut RuntimeState, checkpoint: &Checkpoint) -> Result<()> {
+        self.commit_since(state, checkpoint, std::time::Instant::now())
+    }
+
+    /// [`commit`](Self::commit), with the save latency measured from `started`.
+    fn commit_since(
+        &self,
+        state: &mut RuntimeState,
+        checkpoint: &Checkpoint,
+        started: std::time::Instant,
+    ) -> Result<()> {
+        let summary = self.store.save(checkpoint)?;
+        crate::metrics::saved(&self.store, checkpoint, &summary, started.elapsed());
+        state.mark_checkpointed(checkpoint);
+        Ok(())
     }
 
     /// Takes a checkpoint only if the state changed since its last one (see

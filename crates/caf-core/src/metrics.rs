@@ -158,8 +158,10 @@ pub struct StoreMetrics {
     pub steps_recovered: u64,
     /// Checkpoints pruned (tombstones).
     pub pruned: u64,
-    /// Values redacted. A store keeps no record of redactions yet, so this is 0; a live process
-    /// counts them (`checkpoint_redaction_count`).
+    /// Values redacted: the sum of the redaction counts of the checkpoints the store holds
+    /// ([`Metadata::redactions`](crate::format::Metadata::redactions), recorded in each
+    /// checkpoint when it was saved). Pruned and deleted checkpoints no longer count, and a
+    /// checkpoint that cannot be loaded counts 0.
     pub redactions: u64,
     /// Checkpoints held now.
     pub checkpoints: u64,
@@ -168,19 +170,24 @@ pub struct StoreMetrics {
 }
 
 impl StoreMetrics {
-    /// Computes the metrics of `store` from its summaries and tombstones; only the (rare)
-    /// checkpoints with reason `resumed` are loaded.
+    /// Computes the metrics of `store` from its summaries and tombstones, and from its
+    /// checkpoints, each loaded once (one at a time) for its redaction count and, for one with
+    /// reason `resumed`, its steps done.
     pub fn of(store: &dyn CheckpointStore) -> Result<Self> {
         let all = store.list(&ListFilter::default())?;
         let pruned = store.pruned()?.len() as u64;
         let mut resumes = 0;
         let mut steps = 0;
-        for s in all.iter().filter(|s| is_resume(&s.checkpoint_reason)) {
-            resumes += 1;
-            steps += match store.load(&s.id) {
-                Ok(c) => steps_recovered(&c),
-                Err(_) => s.step_number,
-            };
+        let mut redactions: u64 = 0;
+        for s in &all {
+            let loaded = store.load(&s.id).ok();
+            if let Some(c) = &loaded {
+                redactions = redactions.saturating_add(c.metadata.redactions());
+            }
+            if is_resume(&s.checkpoint_reason) {
+                resumes += 1;
+                steps += loaded.as_ref().map_or(s.step_number, steps_recovered);
+            }
         }
         let executions: HashSet<_> = all.iter().map(|s| &s.execution_id).collect();
         Ok(Self {
@@ -190,7 +197,7 @@ impl StoreMetrics {
             resumes,
             steps_recovered: steps,
             pruned,
-            redactions: 0,
+            redactions,
             checkpoints: all.len() as u64,
             executions: executions.len() as u64,
         })

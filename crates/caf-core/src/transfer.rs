@@ -6,7 +6,8 @@
 //!   in memory) before anything is saved; the same checkpoint given twice is imported once; two
 //!   different checkpoints under one id, or a checkpoint that would replace a different one
 //!   already in the store, stop the import with nothing saved.
-//! - [`export`] writes one checkpoint to a file, atomically and durably.
+//! - [`export`] writes one checkpoint to a file, atomically and durably, its secrets redacted
+//!   ([`export_with`]: by the rules given, e.g. those of the directory's `caf.toml`).
 //! - [`migrate_files`] rewrites files of an older format version in the current one, file by
 //!   file, atomically, inferring lineage across the whole set first.
 
@@ -14,6 +15,7 @@ use crate::error::{Error, Result};
 use crate::format::migrate::infer_parents;
 use crate::format::{encode, Decoded, Limits};
 use crate::id::CheckpointId;
+use crate::redact::{RedactionRules, Redactor};
 use crate::store::{
     read_checkpoint_file, write_atomic, AtomicWriteOptions, CheckpointStore, CheckpointSummary,
 };
@@ -238,15 +240,54 @@ impl ImportBatch {
     }
 }
 
-/// Writes checkpoint `id` of `store` to `path`, atomically and durably; returns its size.
+/// Writes checkpoint `id` of `store` to `path`, atomically and durably, redacted by the
+/// built-in rules; returns its size. See [`export_with`].
 pub fn export(store: &dyn CheckpointStore, id: &CheckpointId, path: &Path) -> Result<u64> {
+    export_with(store, id, path, &RedactionRules::new()).map(|e| e.bytes)
+}
+
+/// What an export wrote.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Exported {
+    /// The size written.
+    pub bytes: u64,
+    /// How many values the export's redaction replaced (a checkpoint saved by this caf was
+    /// redacted when saved, so usually 0).
+    pub redacted: u64,
+}
+
+/// Writes checkpoint `id` of `store` to `path`, atomically and durably, with its secrets
+/// replaced by `rules` ([`export_bytes`]).
+pub fn export_with(
+    store: &dyn CheckpointStore,
+    id: &CheckpointId,
+    path: &Path,
+    rules: &RedactionRules,
+) -> Result<Exported> {
+    let (bytes, redacted) = export_bytes(store, id, rules)?;
+    write_atomic(path, None, &bytes, AtomicWriteOptions::default())?;
+    Ok(Exported {
+        bytes: bytes.len() as u64,
+        redacted,
+    })
+}
+
+/// The file bytes of checkpoint `id` of `store` as an export writes them: a checkpoint that
+/// holds secrets (saved by an older caf, or with redaction off) is encoded again redacted by
+/// `rules`, with a new checksum; any other is encoded as it is. Also returns how many values
+/// were replaced.
+pub fn export_bytes(
+    store: &dyn CheckpointStore,
+    id: &CheckpointId,
+    rules: &RedactionRules,
+) -> Result<(Vec<u8>, u64)> {
     let checkpoint = store.load(id)?;
-    let bytes = encode(&checkpoint).map_err(|error| Error::Encode {
+    let redacted = Redactor::new(rules.clone()).redact(&checkpoint);
+    let bytes = encode(&redacted.checkpoint).map_err(|error| Error::Encode {
         id: id.to_string(),
         error,
     })?;
-    write_atomic(path, None, &bytes, AtomicWriteOptions::default())?;
-    Ok(bytes.len() as u64)
+    Ok((bytes, redacted.replaced))
 }
 
 /// How [`migrate_files`] works.

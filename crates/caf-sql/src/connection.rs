@@ -247,10 +247,13 @@ pub(crate) fn open(target: &Target, options: &SqlOptions) -> Result<AnyConnectio
 /// statement also runs in `BEGIN READ ONLY`).
 pub(crate) fn open_read_only(target: &Target, options: &SqlOptions) -> Result<AnyConnection> {
     let backend = target.backend();
-    let connect = |source| SqlError::Connect {
-        backend,
-        target: target.display(),
-        source,
+    let connect = |source| match target {
+        Target::Postgres(url) => SqlError::connect(backend, url, source),
+        _ => SqlError::Connect {
+            backend,
+            target: target.display(),
+            source,
+        },
     };
     match target {
         #[cfg(feature = "sqlite")]
@@ -351,11 +354,8 @@ fn open_sqlite(path: &Path, options: &SqlOptions) -> Result<AnyConnection> {
 #[cfg(feature = "postgres")]
 fn open_postgres(url: &str, options: &SqlOptions) -> Result<AnyConnection> {
     let backend = Backend::Postgres;
-    let mut c = diesel::PgConnection::establish(url).map_err(|source| SqlError::Connect {
-        backend,
-        target: redact(url),
-        source,
-    })?;
+    let mut c = diesel::PgConnection::establish(url)
+        .map_err(|source| SqlError::connect(backend, url, source))?;
     let sync = match options.durability {
         Durability::Relaxed => "off",
         Durability::Default | Durability::Full => "on",

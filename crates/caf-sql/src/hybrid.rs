@@ -13,6 +13,7 @@ use caf_core::{
     CheckpointId, CheckpointStore, CheckpointSummary, DamagedCheckpoint, Error, ExecutionId,
     FileStore, ListFilter, LoadSource, Result,
 };
+use std::borrow::Cow;
 use std::sync::Arc;
 
 /// Files plus a database, kept in sync on every save.
@@ -235,13 +236,11 @@ impl<F: Fs> HybridStore<F> {
     }
 }
 
-impl<F: Fs> CheckpointStore for HybridStore<F> {
-    fn save(&self, checkpoint: &Checkpoint) -> Result<CheckpointSummary> {
-        let bytes = self.files.encode(checkpoint)?;
-        self.save_encoded(checkpoint, &bytes)
-    }
-
-    fn save_encoded(&self, checkpoint: &Checkpoint, bytes: &[u8]) -> Result<CheckpointSummary> {
+impl<F: Fs> HybridStore<F> {
+    /// Saves a checkpoint already redacted by the file store's redactor, encoded as `bytes`:
+    /// stages its file (as it is: not redacted again), commits its rows, then puts the file in
+    /// place.
+    fn save_redacted(&self, checkpoint: &Checkpoint, bytes: &[u8]) -> Result<CheckpointSummary> {
         let id = &checkpoint.id;
         let enc = Encoded::from_bytes(bytes).ok_or_else(|| Error::Encode {
             id: id.to_string(),
@@ -250,7 +249,7 @@ impl<F: Fs> CheckpointStore for HybridStore<F> {
                 message: "no integrity line".into(),
             },
         })?;
-        let staged = self.files.stage_encoded(checkpoint, bytes)?;
+        let staged = self.files.stage_as_is(checkpoint, bytes)?;
         let reserved = self.reserve(1);
         let (outcome, ()) = self
             .sql
@@ -274,6 +273,31 @@ impl<F: Fs> CheckpointStore for HybridStore<F> {
             }
             u.error
         })
+    }
+}
+
+impl<F: Fs> CheckpointStore for HybridStore<F> {
+    fn save(&self, checkpoint: &Checkpoint) -> Result<CheckpointSummary> {
+        let redacted = self.files.redactor().redact_for(checkpoint, self);
+        let bytes = self.files.encode(&redacted.checkpoint)?;
+        self.save_redacted(&redacted.checkpoint, &bytes)
+    }
+
+    /// Redacts the checkpoint with the file store's rules (encoding it again if that changed
+    /// it), so that file and database hold the same redacted copy.
+    fn save_encoded(&self, checkpoint: &Checkpoint, bytes: &[u8]) -> Result<CheckpointSummary> {
+        match self
+            .files
+            .redactor()
+            .redact_for(checkpoint, self)
+            .checkpoint
+        {
+            Cow::Borrowed(_) => self.save_redacted(checkpoint, bytes),
+            Cow::Owned(redacted) => {
+                let bytes = self.files.encode(&redacted)?;
+                self.save_redacted(&redacted, &bytes)
+            }
+        }
     }
 
     fn load(&self, id: &CheckpointId) -> Result<Checkpoint> {

@@ -164,6 +164,7 @@
 mod analytics;
 mod checkpoint;
 mod columns;
+mod connect_error;
 mod connection;
 mod copies;
 mod delete;
@@ -191,6 +192,7 @@ pub mod verify;
 
 pub use analytics::{Averages, ExecutionStats, Stats, Totals};
 pub use checkpoint::save::SyncOutcome;
+pub use connect_error::hide_passwords;
 pub use connection::{redact, sqlite_path, Backend, Durability, SqlOptions};
 pub use copies::{DatabaseCopy, Disagreement};
 pub use error::{Result, SqlError};

@@ -11,6 +11,8 @@
 //! directory, and [`Access::CreateWithDatabase`] also creates the default database.
 
 use crate::{HybridStore, SqlError, SqlStore};
+use caf_core::config::Config;
+use caf_core::redact::RedactionRules;
 use caf_core::store::{AsyncStore, SaveMode};
 use caf_core::{Checkpoint, CheckpointId, CheckpointStore, FileStore};
 use std::path::{Path, PathBuf};
@@ -80,6 +82,9 @@ pub enum OpenError {
         /// Why.
         error: SqlError,
     },
+    /// The directory's `caf.toml` could not be used (its redaction rules apply to every save).
+    #[error(transparent)]
+    Config(#[from] caf_core::ConfigError),
     /// A directory could not be created.
     #[error("{}: {error}", path.display())]
     Io {
@@ -284,15 +289,35 @@ impl Location {
         })
     }
 
+    /// The redaction rules of the directory's `caf.toml` (`[redaction]`; the built-in rules
+    /// when there is no such file).
+    pub fn redaction_rules(&self) -> Result<RedactionRules, OpenError> {
+        let config = Config::load(&self.dir)?;
+        Ok(config.redaction_rules(&Config::path(&self.dir))?)
+    }
+
     /// Opens the store for `access`. Unreadable files in the directory are skipped, and listed
     /// by [`FileStore::problems`].
+    ///
+    /// A store opened to write ([`Access::Update`], [`Access::Create`],
+    /// [`Access::CreateWithDatabase`]) redacts every checkpoint it saves by the directory's
+    /// `caf.toml` ([`Location::redaction_rules`]); a `caf.toml` that cannot be read is an error
+    /// then, so that no save goes ahead without the rules its owner wrote.
     pub fn open(&self, access: Access) -> Result<Store, OpenError> {
         let must_exist = matches!(access, Access::Read | Access::Update);
+        let rules = match access {
+            Access::Read => None,
+            _ => Some(self.redaction_rules()?),
+        };
         if self.no_files {
             if self.db.is_none() {
                 return Err(OpenError::NoFilesWithoutDatabase);
             }
-            return Ok(Store::Sql(self.database(!must_exist)?));
+            let mut sql = self.database(!must_exist)?;
+            if let Some(rules) = rules {
+                sql.set_redaction(rules);
+            }
+            return Ok(Store::Sql(sql));
         }
         if must_exist && !self.dir.is_dir() {
             return Err(OpenError::NoDirectory {
@@ -304,7 +329,10 @@ impl Location {
             no_create: access == Access::Read,
             ..Default::default()
         };
-        let files = FileStore::open_with(&self.dir, options)?;
+        let mut files = FileStore::open_with(&self.dir, options)?;
+        if let Some(rules) = rules {
+            files.set_redaction(rules);
+        }
         let url = match access {
             // Reading uses the files alone, unless a power loss may have left some of them
             // missing or torn: the database then writes them again (see `HybridStore`).

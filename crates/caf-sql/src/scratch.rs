@@ -32,11 +32,7 @@ impl ScratchDatabase {
     /// Creates the database on the server of `base` (a `postgres://` URL).
     pub fn create(base: &str) -> Result<Self> {
         let name = format!("caf_scratch_{:016x}", rand_u64());
-        let connect = |e| SqlError::Connect {
-            backend: Backend::Postgres,
-            target: crate::connection::redact(base),
-            source: e,
-        };
+        let connect = |e| SqlError::connect(Backend::Postgres, base, e);
         let mut admin = diesel::PgConnection::establish(base).map_err(connect)?;
         admin
             .batch_execute(&format!("CREATE DATABASE {name}"))

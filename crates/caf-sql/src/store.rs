@@ -9,6 +9,7 @@ use crate::error::{Result, SqlError};
 use crate::group_commit::GroupCommit;
 use crate::list::list_in;
 use caf_core::format::{Checkpoint, Encoder};
+use caf_core::redact::{RedactionRules, Redactor};
 use caf_core::{CheckpointId, CheckpointStore, CheckpointSummary, ExecutionId, ListFilter};
 use std::sync::{Mutex, MutexGuard};
 
@@ -42,6 +43,8 @@ pub struct SqlStore {
     options: SqlOptions,
     inner: Mutex<Inner>,
     read_only: Mutex<Option<AnyConnection>>,
+    /// Replaces secrets before a save writes anything (see [`caf_core::redact`]).
+    redactor: Redactor,
     /// SQLite with [`crate::Durability::Default`]: commits flushed after the write lock is
     /// released, shared between concurrent writers.
     pub(crate) group: Option<GroupCommit>,
@@ -90,7 +93,16 @@ impl SqlStore {
                 cache: LineCache::default(),
             }),
             read_only: Mutex::new(None),
+            redactor: Redactor::default(),
         })
+    }
+
+    /// Replaces the store's redaction rules (default: every built-in rule). They apply to
+    /// [`save_checkpoint`](Self::save_checkpoint) (and so [`CheckpointStore::save`]); copying
+    /// files into the database ([`sync_encoded`](Self::sync_encoded), `sync_from`,
+    /// `reindex_from`) keeps what the files hold.
+    pub fn set_redaction(&mut self, rules: RedactionRules) {
+        self.redactor = Redactor::new(rules);
     }
 
     /// Which backend this store uses.
@@ -164,12 +176,14 @@ impl SqlStore {
         })
     }
 
-    /// Saves a checkpoint: checks and encodes it (to know its checksum and size), then
-    /// [`sync_encoded`](Self::sync_encoded).
+    /// Saves a checkpoint: redacts its secrets, checks and encodes it (to know its checksum and
+    /// size), then [`sync_encoded`](Self::sync_encoded).
     pub fn save_checkpoint(
         &self,
         checkpoint: &Checkpoint,
     ) -> Result<(CheckpointSummary, SyncOutcome)> {
+        let redacted = self.redactor.redact_for(checkpoint, self);
+        let checkpoint = &*redacted.checkpoint;
         let bytes = self
             .encoder
             .lock()

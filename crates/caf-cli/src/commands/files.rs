@@ -5,7 +5,7 @@ use crate::cli::ExportArgs;
 use crate::output::{self, GREEN, RED};
 use crate::target::Target;
 use crate::{error_lines, CmdResult, Failure};
-use caf_core::format::{encode, Limits};
+use caf_core::format::Limits;
 use caf_core::store::read_checkpoint_file;
 use caf_core::transfer;
 use serde_json::json;
@@ -136,27 +136,49 @@ fn import_failure(t: &Target, e: transfer::ImportError) -> Failure {
 /// what was written: `{"id", "path", "bytes"}` (without `-o` the document itself is the JSON).
 pub fn export(t: &Target, json: bool, a: &ExportArgs) -> CmdResult {
     let id = checkpoint_id(&a.id)?;
+    // The directory's redaction rules: a checkpoint saved before redaction (or with it off)
+    // leaves with its secrets replaced.
+    let rules = t.redaction_rules().map_err(Failure::msg)?;
     let store = open_existing(t)?;
     match &a.output {
         Some(path) => {
-            let size = transfer::export(&**store, &id, path)?;
+            let done = transfer::export_with(&**store, &id, path, &rules)?;
             if json {
                 output::print_json(&json!({
-                    "id": id, "path": path.display().to_string(), "bytes": size,
+                    "id": id, "path": path.display().to_string(), "bytes": done.bytes,
+                    "redacted": done.redacted,
                 }));
             } else {
                 eprintln!(
-                    "exported {id} to {} ({})",
+                    "exported {id} to {} ({}){}",
                     path.display(),
-                    output::bytes(size)
+                    output::bytes(done.bytes),
+                    redacted_note(done.redacted)
                 );
             }
         }
         None => {
-            let c = store.load(&id)?;
-            let bytes = encode(&c).map_err(|e| Failure::msg(format!("{id}: {e}")))?;
+            let (bytes, redacted) = transfer::export_bytes(&**store, &id, &rules)?;
             output::note_stdout(std::io::stdout().lock().write_all(&bytes));
+            if redacted > 0 {
+                output::warn_line(&format!("{id}: {}", redacted_phrase(redacted)));
+            }
         }
     }
     Ok(())
+}
+
+/// `; N secrets redacted on the way out` for an export whose redaction replaced something.
+fn redacted_note(n: u64) -> String {
+    match n {
+        0 => String::new(),
+        n => format!("; {}", redacted_phrase(n)),
+    }
+}
+
+fn redacted_phrase(n: u64) -> String {
+    match n {
+        1 => "1 secret redacted on the way out".into(),
+        n => format!("{n} secrets redacted on the way out"),
+    }
 }

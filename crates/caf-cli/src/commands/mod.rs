@@ -14,6 +14,7 @@ mod prune;
 mod resume;
 mod save;
 mod verify;
+mod watch;
 
 use crate::cli::{Cli, Command};
 use crate::target::{Store, Target};
@@ -48,6 +49,7 @@ pub fn run(cli: Cli) -> CmdResult {
         Command::Resume(a) => resume::run(dir, json, &a),
         Command::Label(a) => save::label(dir, json, &a),
         Command::Prune(a) => prune::run(dir, json, &a),
+        Command::Watch(a) => watch::run(dir, json, &a),
         Command::Bench(a) => crate::bench::run(dir, json, &a),
         Command::Sync(a) => database::sync(dir, json, &a),
         Command::Reindex(a) => database::reindex(dir, json, &a),

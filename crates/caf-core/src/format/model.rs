@@ -79,7 +79,9 @@ pub struct Metadata {
     pub description: Option<String>,
     /// Milliseconds since the execution started.
     pub duration_ms: u64,
-    /// Unknown metadata of an older format, kept verbatim.
+    /// Free-form metadata: unknown metadata of an older format, kept verbatim, and caf's own
+    /// members that no schema version has a field for (`redactions`: see
+    /// [`Metadata::redactions`]).
     #[serde(
         default,
         deserialize_with = "object",
@@ -601,7 +603,33 @@ impl Metadata {
             tokens_used: 0,
         }
     }
+
+    /// How many values redaction replaced by `[REDACTED:kind]` markers when the checkpoint was
+    /// saved (see [`crate::redact`]): the integer under [`REDACTIONS_KEY`] in
+    /// [`extensions`](Self::extensions); 0 when it is absent (nothing was replaced) or is not
+    /// a non-negative integer (an older format's member of that name, not caf's).
+    pub fn redactions(&self) -> u64 {
+        self.extensions
+            .get(REDACTIONS_KEY)
+            .and_then(serde_json::Value::as_u64)
+            .unwrap_or(0)
+    }
+
+    /// Sets [`redactions`](Self::redactions): `extensions.redactions` is `n`, or absent when
+    /// `n` is 0 (a checkpoint without secrets keeps the bytes it had).
+    pub fn set_redactions(&mut self, n: u64) {
+        if n == 0 {
+            self.extensions.remove(REDACTIONS_KEY);
+        } else {
+            self.extensions.insert(REDACTIONS_KEY.into(), n.into());
+        }
+    }
 }
+
+/// The member of [`Metadata::extensions`] counting the values redacted when the checkpoint was
+/// saved: an integer ≥ 1, absent when none was. A free-form extension rather than a schema
+/// member, so that every published schema stays as it was released.
+pub const REDACTIONS_KEY: &str = "redactions";
 
 impl Progress {
     /// The steps done and the steps in all: from the structured plan when there is one (a step

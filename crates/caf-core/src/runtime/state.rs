@@ -462,6 +462,15 @@ impl RuntimeState {
         self.context_changed("state", &key, ContextOp::Set);
     }
 
+    /// Removes a member of the free-form context state, returning its value.
+    pub fn remove_state(&mut self, key: &str) -> Option<Value> {
+        let old = self.snapshot.context.state.remove(key);
+        if old.is_some() {
+            self.context_changed("state", key, ContextOp::Removed);
+        }
+        old
+    }
+
     /// Appends an entry to the context history.
     pub fn push_history(&mut self, entry: Value) {
         self.snapshot.context.history.push(entry);

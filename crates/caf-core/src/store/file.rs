@@ -11,6 +11,8 @@ use crate::clock::Timestamp;
 use crate::error::{Error, Result};
 use crate::format::{decode, decode_known_shared, Checkpoint, Decoded, Encoder, Limits, LoadError};
 use crate::id::{check_id, CheckpointId, ExecutionId};
+use crate::redact::{RedactionRules, Redactor};
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -55,6 +57,8 @@ pub struct FileStore<F: Fs = RealFs> {
     options: FileStoreOptions,
     index: Mutex<Index<F>>,
     encoder: Mutex<Encoder>,
+    /// Replaces secrets before anything is written (see [`crate::redact`]).
+    redactor: Redactor,
     /// Empty files made beforehand for the next saves to write into ([`FileStore::make_spares`]).
     spares: Mutex<Vec<(PathBuf, std::time::Instant)>>,
     problems: Vec<Problem>,
@@ -239,6 +243,7 @@ impl<F: Fs> FileStore<F> {
             options,
             index: Mutex::new(index),
             encoder: Mutex::new(Encoder::default()),
+            redactor: Redactor::default(),
             spares: Mutex::new(Vec::new()),
             problems: found.problems,
             damaged: found.damaged,
@@ -336,7 +341,27 @@ impl<F: Fs> FileStore<F> {
     /// Writes the file of `checkpoint` (encoded as `bytes`) beside its place without putting it
     /// there: [`FileStore::publish`] does, after the caller recorded the save elsewhere (a
     /// database commit). Until then no reader sees it; dropped, it leaves nothing behind.
+    ///
+    /// Every write of the store goes through here, so this is where the store's redaction
+    /// happens: a checkpoint holding secrets is written as its redacted copy (encoded again;
+    /// `bytes` are then not used). A caller that writes the checkpoint elsewhere too (a
+    /// database) redacts it first with [`FileStore::redactor`], so that both copies agree, and
+    /// stages that copy with [`FileStore::stage_as_is`].
     pub fn stage_encoded(&self, checkpoint: &Checkpoint, bytes: &[u8]) -> Result<StagedFile<F>> {
+        match self.redactor.redact_for(checkpoint, self).checkpoint {
+            Cow::Borrowed(_) => self.stage_as_is(checkpoint, bytes),
+            Cow::Owned(redacted) => {
+                let bytes = self.encode(&redacted)?;
+                self.stage_as_is(&redacted, &bytes)
+            }
+        }
+    }
+
+    /// [`FileStore::stage_encoded`] without redaction: `checkpoint` is written exactly as
+    /// `bytes`. For a checkpoint already redacted by [`FileStore::redactor`] (a hybrid store's
+    /// save: redacting twice would scan it twice), and for a file that must be byte for byte
+    /// another copy of it (a hybrid store writing a file again from its database).
+    pub fn stage_as_is(&self, checkpoint: &Checkpoint, bytes: &[u8]) -> Result<StagedFile<F>> {
         let path = self.path_of(&checkpoint.id);
         let spare = self.take_spare();
         let write = self.options.write;
@@ -429,6 +454,18 @@ impl<F: Fs> FileStore<F> {
             id: checkpoint.id.to_string(),
             error,
         })
+    }
+
+    /// Replaces the store's redaction rules (the default: [`RedactionRules::new`], every
+    /// built-in rule; [`RedactionRules::disabled`] turns redaction off).
+    pub fn set_redaction(&mut self, rules: RedactionRules) {
+        self.redactor = Redactor::new(rules);
+    }
+
+    /// The redactor every write goes through (for a store built on this one, such as a hybrid
+    /// store, that must write the same redacted checkpoint elsewhere too).
+    pub fn redactor(&self) -> &Redactor {
+        &self.redactor
     }
 
     /// The options the store was opened with (and its current write options).
@@ -717,8 +754,9 @@ impl<F: Fs> Drop for FileStore<F> {
 
 impl<F: Fs> CheckpointStore for FileStore<F> {
     fn save(&self, checkpoint: &Checkpoint) -> Result<CheckpointSummary> {
-        let bytes = self.encode(checkpoint)?;
-        self.save_encoded(checkpoint, &bytes)
+        let redacted = self.redactor.redact_for(checkpoint, self);
+        let bytes = self.encode(&redacted.checkpoint)?;
+        self.publish(self.stage_as_is(&redacted.checkpoint, &bytes)?)
     }
 
     fn save_encoded(&self, checkpoint: &Checkpoint, bytes: &[u8]) -> Result<CheckpointSummary> {

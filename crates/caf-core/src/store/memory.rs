@@ -4,6 +4,7 @@ use super::{CheckpointStore, CheckpointSummary, ListFilter};
 use crate::error::{Error, Result};
 use crate::format::{encode, Checkpoint};
 use crate::id::{CheckpointId, ExecutionId};
+use crate::redact::{RedactionRules, Redactor};
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard};
 
@@ -26,10 +27,11 @@ struct Inner {
 ///   if its timestamp is older than every other.
 /// - Saving an existing id replaces it in place and keeps its place in the save order.
 /// - Checkpoints are checked as a file store would check them: one the format cannot hold is
-///   refused.
+///   refused, and secrets are redacted as every store redacts them ([`crate::redact`]).
 pub struct MemoryStore {
     inner: Mutex<Inner>,
     max_per_execution: usize,
+    redactor: Redactor,
 }
 
 impl Default for MemoryStore {
@@ -49,7 +51,13 @@ impl MemoryStore {
         Self {
             inner: Mutex::new(Inner::default()),
             max_per_execution: max.max(1),
+            redactor: Redactor::default(),
         }
+    }
+
+    /// Replaces the store's redaction rules (default: every built-in rule).
+    pub fn set_redaction(&mut self, rules: RedactionRules) {
+        self.redactor = Redactor::new(rules);
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
@@ -76,6 +84,8 @@ impl Inner {
 
 impl CheckpointStore for MemoryStore {
     fn save(&self, checkpoint: &Checkpoint) -> Result<CheckpointSummary> {
+        let redacted = self.redactor.redact_for(checkpoint, self);
+        let checkpoint = &*redacted.checkpoint;
         let bytes = encode(checkpoint).map_err(|error| Error::Encode {
             id: checkpoint.id.to_string(),
             error,

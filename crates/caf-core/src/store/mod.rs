@@ -197,6 +197,10 @@ impl ListFilter {
 }
 
 /// A place that keeps checkpoints. Implementations are safe to share between threads.
+///
+/// Every store caf ships redacts secrets on its way in, before it encodes or writes anything
+/// ([`crate::redact`]); a store written elsewhere should do the same, through a
+/// [`crate::redact::Redactor`] it keeps, at the top of its write path.
 pub trait CheckpointStore: Send + Sync {
     /// Saves a checkpoint; saving an existing id replaces it.
     fn save(&self, checkpoint: &Checkpoint) -> Result<CheckpointSummary>;

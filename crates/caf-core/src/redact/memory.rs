@@ -1,0 +1,152 @@
+//! What a [`super::Redactor`] remembers of the items it has looked at, per execution, so that a
+//! save does not scan the whole history again: a thought, tool call, history entry or variable
+//! equal to the copy remembered at its place is known (clean, or redacted as remembered)
+//! without a scan. A comparison costs far less than a scan; only new or changed items are
+//! scanned. The same idea as the encoder's spliced text (`format/encoder.rs`).
+
+use crate::format::{Thought, ToolCall};
+use crate::id::ExecutionId;
+use serde_json::Value;
+use std::collections::{HashMap, VecDeque};
+
+/// One item looked at: its copy as given, and what redaction made of it.
+#[derive(Debug)]
+pub(super) struct Seen<T> {
+    original: T,
+    redacted: Option<T>,
+    count: u64,
+}
+
+/// What redaction makes of `item`, remembering it in `seen`: the remembered outcome when `item`
+/// equals the remembered original, nothing when it is the remembered redacted form (already
+/// clean), a scan otherwise.
+fn through<T: Clone + PartialEq>(
+    seen: &mut Option<Seen<T>>,
+    item: &T,
+    redact: impl FnOnce(&T) -> Option<(T, u64)>,
+) -> Option<(T, u64)> {
+    if let Some(s) = seen {
+        if &s.original == item {
+            return s.redacted.clone().map(|r| (r, s.count));
+        }
+        if s.redacted.as_ref() == Some(item) {
+            return None;
+        }
+    }
+    let out = redact(item);
+    *seen = Some(Seen {
+        original: item.clone(),
+        redacted: out.as_ref().map(|(r, _)| r.clone()),
+        count: out.as_ref().map_or(0, |(_, n)| *n),
+    });
+    out
+}
+
+/// The items of a list, by position.
+pub(super) fn list<T: Clone + PartialEq>(
+    memory: &mut Vec<Option<Seen<T>>>,
+    items: &[T],
+    redact: impl Fn(&T) -> Option<(T, u64)>,
+) -> Option<(Vec<T>, u64)> {
+    memory.truncate(items.len());
+    memory.resize_with(items.len(), || None);
+    let mut out: Option<Vec<T>> = None;
+    let mut count = 0;
+    for (i, (item, seen)) in items.iter().zip(memory.iter_mut()).enumerate() {
+        if let Some((redacted, n)) = through(seen, item, &redact) {
+            out.get_or_insert_with(|| items.to_vec())[i] = redacted;
+            count += n;
+        }
+    }
+    out.map(|o| (o, count))
+}
+
+/// The members of an object, by key.
+pub(super) fn members(
+    memory: &mut HashMap<String, Seen<Value>>,
+    map: &serde_json::Map<String, Value>,
+    redact: impl Fn(&str, &Value) -> Option<(Value, u64)>,
+) -> Option<(serde_json::Map<String, Value>, u64)> {
+    let mut kept = HashMap::with_capacity(map.len());
+    let mut out: Option<serde_json::Map<String, Value>> = None;
+    let mut count = 0;
+    for (key, value) in map {
+        let mut seen = memory.remove(key);
+        if let Some((redacted, n)) = through(&mut seen, value, |v| redact(key, v)) {
+            out.get_or_insert_with(|| map.clone())
+                .insert(key.clone(), redacted);
+            count += n;
+        }
+        if let Some(seen) = seen {
+            kept.insert(key.clone(), seen);
+        }
+    }
+    *memory = kept;
+    out.map(|o| (o, count))
+}
+
+/// What is remembered of one execution.
+#[derive(Debug, Default)]
+pub(super) struct Execution {
+    pub thoughts: Vec<Option<Seen<Thought>>>,
+    pub calls: Vec<Option<Seen<ToolCall>>>,
+    pub history: Vec<Option<Seen<Value>>>,
+    pub messages: Vec<Option<Seen<Value>>>,
+    pub memory: Vec<Option<Seen<Value>>>,
+    pub variables: HashMap<String, Seen<Value>>,
+    pub state: HashMap<String, Seen<Value>>,
+    pub results: HashMap<String, Seen<Value>>,
+}
+
+/// The executions remembered, least recently redacted first dropped.
+#[derive(Debug)]
+pub(super) struct Memory {
+    executions: HashMap<ExecutionId, Execution>,
+    order: VecDeque<ExecutionId>,
+    capacity: usize,
+}
+
+impl Memory {
+    pub fn with_capacity(capacity: usize) -> Self {
+        Self {
+            executions: HashMap::new(),
+            order: VecDeque::new(),
+            capacity: capacity.max(1),
+        }
+    }
+
+    /// Takes an execution's memory out (a fresh one if none), so that the scan runs without
+    /// holding the lock; [`Memory::put`] brings it back.
+    pub fn take(&mut self, exec: &ExecutionId) -> Execution {
+        match self.executions.remove(exec) {
+            Some(e) => {
+                self.order.retain(|x| x != exec);
+                e
+            }
+            None => Execution::default(),
+        }
+    }
+
+    /// Remembers an execution again, forgetting the least recent one beyond the capacity.
+    pub fn put(&mut self, exec: &ExecutionId, memory: Execution) {
+        if self.executions.contains_key(exec) {
+            // Another save of the same execution finished first: keep the newer one.
+            return;
+        }
+        while self.order.len() >= self.capacity {
+            match self.order.pop_front() {
+                Some(old) => {
+                    self.executions.remove(&old);
+                }
+                None => break,
+            }
+        }
+        self.executions.insert(exec.clone(), memory);
+        self.order.push_back(exec.clone());
+    }
+
+    #[cfg(test)]
+    pub fn len(&self) -> usize {
+        self.executions.len()
+    }
+}
