@@ -74,12 +74,16 @@ pub(super) fn measure(
     scratch: &Path,
     pg: Option<&str>,
 ) -> Result<ConcurrentFigures, Failure> {
+    // Kept until the whole run ends (`scratch` is the run's own directory, removed then): on
+    // some file systems (ext4 without a journal) files deleted in the last half minute make
+    // every file creation slower, so one mode's clean-up would slow the next mode down.
     let tmp = tempfile::Builder::new()
-        .prefix(".caf-bench-")
+        .prefix("mode-")
         .tempdir_in(scratch)
-        .map_err(|e| Failure::msg(format!("{}: {e}", scratch.display())))?;
+        .map_err(|e| Failure::msg(format!("{}: {e}", scratch.display())))?
+        .keep();
     // Create the store (and its database, migrated) before the workers open it.
-    drop(open_store(mode, tmp.path(), pg)?);
+    drop(open_store(mode, tmp.as_path(), pg)?);
     let exe = std::env::current_exe()
         .map_err(|e| Failure::msg(format!("bench: cannot find this program: {e}")))?;
     let mut workers = Vec::new();
@@ -94,7 +98,7 @@ pub(super) fn measure(
             .args(["--saves", &saves.to_string()])
             .args(["--worker", &w.to_string()])
             .arg("--worker-dir")
-            .arg(tmp.path())
+            .arg(tmp.as_path())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -135,7 +139,7 @@ pub(super) fn measure(
         }
     }
     let seconds = t0.elapsed().as_secs_f64();
-    let (store, db) = open_store(mode, tmp.path(), pg)?;
+    let (store, db) = open_store(mode, tmp.as_path(), pg)?;
     let store: &dyn CheckpointStore = match &db {
         Some(db) => db,
         None => store.as_ref(),

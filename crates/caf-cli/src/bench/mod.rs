@@ -161,6 +161,12 @@ pub fn run(t: &Target, json: bool, a: &BenchArgs) -> CmdResult {
     }
     // Before anything is measured: a peer that is not set up fails at once.
     let peer = a.peer.map(PeerRun::find).transpose()?;
+    // The run's scratch directory: every mode's store stays in it until the run ends.
+    let run_dir = tempfile::Builder::new()
+        .prefix(".caf-bench-")
+        .tempdir_in(&scratch)
+        .map_err(|e| Failure::msg(format!("{}: {e}", scratch.display())))?;
+    let scratch = run_dir.path().to_path_buf();
     if cfg!(debug_assertions) {
         output::warn_line(
             "this caf is a debug build: its figures are several times (about 9x) worse than an \

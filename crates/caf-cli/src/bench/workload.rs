@@ -4,7 +4,7 @@ use super::floor::AppendFloor;
 use super::stats::{mean, median, micros, quantile, rounded};
 use super::{Durability, Figures, Mode};
 use crate::Failure;
-use caf_core::format::encode;
+use caf_core::format::{encode, Encoder};
 use caf_core::store::{write_atomic, AsyncStore, AtomicWriteOptions};
 use caf_core::{
     Checkpoint, CheckpointManager, CheckpointOptions, CheckpointReason, CheckpointStore,
@@ -101,14 +101,18 @@ pub(super) fn measure(
     steps: u32,
     pg: Option<&str>,
 ) -> Result<Figures, Failure> {
+    // Kept until the whole run ends (`scratch` is the run's own directory, removed then): on
+    // some file systems (ext4 without a journal) files deleted in the last half minute make
+    // every file creation slower, so one mode's clean-up would slow the next mode down.
     let tmp = tempfile::Builder::new()
-        .prefix(".caf-bench-")
+        .prefix("mode-")
         .tempdir_in(scratch)
-        .map_err(|e| Failure::msg(format!("{}: {e}", scratch.display())))?;
-    let floor_dir = tmp.path().join("floor");
+        .map_err(|e| Failure::msg(format!("{}: {e}", scratch.display())))?
+        .keep();
+    let floor_dir = tmp.as_path().join("floor");
     std::fs::create_dir_all(&floor_dir)
         .map_err(|e| Failure::msg(format!("{}: {e}", floor_dir.display())))?;
-    let (files_or_null, db) = open_store(mode, tmp.path(), pg)?;
+    let (files_or_null, db) = open_store(mode, tmp.as_path(), pg)?;
     let files_or_null = match durability {
         Durability::Sync => Saving::Sync(files_or_null),
         Durability::Async => Saving::Async(AsyncStore::new(files_or_null)),
@@ -120,6 +124,7 @@ pub(super) fn measure(
         (None, Saving::Async(s)) => s,
     };
     let maker = CheckpointManager::new(NullStore);
+    let mut encoder = Encoder::default();
     let mut append_floor = AppendFloor::open(floor_dir.join("append.bin"))?;
     let (mut save, mut floor, mut sync) = (Vec::new(), Vec::new(), Vec::new());
     let mut append = Vec::new();
@@ -155,7 +160,11 @@ pub(super) fn measure(
                     }
                 },
                 Some(db) => {
-                    let bytes = encode(&c).map_err(|e| Failure::msg(e.to_string()))?;
+                    // Encoded as the store's own save encodes (splicing what it encoded
+                    // before), then stored.
+                    let bytes = encoder
+                        .encode(&c)
+                        .map_err(|e| Failure::msg(e.to_string()))?;
                     let t_sync = Instant::now();
                     db.sync_encoded(&c, &bytes).map_err(sql_failure)?;
                     let whole = micros(t_sync);
@@ -222,7 +231,7 @@ pub(super) fn measure(
     drop(db);
     drop(append_floor);
     let disk_bytes =
-        server_bytes.unwrap_or_else(|| dir_bytes(tmp.path()).saturating_sub(dir_bytes(&floor_dir)));
+        server_bytes.unwrap_or_else(|| dir_bytes(tmp.as_path()).saturating_sub(dir_bytes(&floor_dir)));
     let opt = |v: &mut Vec<f64>| (!v.is_empty()).then(|| rounded(median(v)));
     Ok(Figures {
         mode,
