@@ -230,8 +230,8 @@ pub(super) fn measure(
     drop(files_or_null);
     drop(db);
     drop(append_floor);
-    let disk_bytes =
-        server_bytes.unwrap_or_else(|| dir_bytes(tmp.as_path()).saturating_sub(dir_bytes(&floor_dir)));
+    let disk_bytes = server_bytes
+        .unwrap_or_else(|| dir_bytes(tmp.as_path()).saturating_sub(dir_bytes(&floor_dir)));
     let opt = |v: &mut Vec<f64>| (!v.is_empty()).then(|| rounded(median(v)));
     Ok(Figures {
         mode,
