@@ -46,6 +46,21 @@ pub enum SqlError {
         #[source]
         source: diesel::result::Error,
     },
+    /// The database's disk is full (SQLite: "database or disk is full"; PostgreSQL: the
+    /// server could not extend a file): the transaction was rolled back, nothing of it was
+    /// written. Once space is freed, the same operation succeeds.
+    #[error("{target}: no space left on device ({backend}: {context}: {source})")]
+    NoSpace {
+        /// The backend.
+        backend: Backend,
+        /// The database: the SQLite file, or the PostgreSQL URL without its password.
+        target: String,
+        /// What was being done.
+        context: String,
+        /// The database's error.
+        #[source]
+        source: diesel::result::Error,
+    },
     /// A statement given to [`crate::SqlStore::read_only_sql`] tried to change the database and
     /// the read-only connection refused it.
     #[error("{backend}: refused by the read-only connection: {source}")]
@@ -117,6 +132,24 @@ impl SqlError {
         }
     }
 
+    /// A failed statement that says the disk is full becomes [`SqlError::NoSpace`], naming the
+    /// database `target`; anything else is returned as it is.
+    pub(crate) fn located(self, target: impl FnOnce() -> String) -> Self {
+        match self {
+            Self::Query {
+                backend,
+                context,
+                source,
+            } if says_disk_full(&source) => Self::NoSpace {
+                backend,
+                target: target(),
+                context,
+                source,
+            },
+            other => other,
+        }
+    }
+
     /// Whether a retry of the whole transaction may succeed (a lost race with another writer).
     pub(crate) fn is_retryable(&self) -> bool {
         use diesel::result::{DatabaseErrorKind, Error};
@@ -142,6 +175,7 @@ impl SqlError {
             Self::Connect { backend, .. }
             | Self::Migrate { backend, .. }
             | Self::Query { backend, .. }
+            | Self::NoSpace { backend, .. }
             | Self::ReadOnly { backend, .. }
             | Self::Refused { backend, .. }
             | Self::NotOneStatement { backend, .. }
@@ -149,6 +183,13 @@ impl SqlError {
             Self::Url { .. } | Self::NotFound { .. } | Self::Core(_) => "sql",
         }
     }
+}
+
+/// Whether a database error says its disk is full: SQLite's `SQLITE_FULL` ("database or disk is
+/// full"), PostgreSQL's `53100 disk_full` ("could not extend file …: No space left on device").
+fn says_disk_full(e: &diesel::result::Error) -> bool {
+    let text = e.to_string();
+    text.contains("database or disk is full") || text.contains("No space left on device")
 }
 
 impl From<SqlError> for caf_core::Error {

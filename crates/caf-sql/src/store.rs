@@ -111,6 +111,7 @@ impl SqlStore {
         let mut inner = self.lock();
         let Inner { conn, cache } = &mut *inner;
         conn.in_tx(mode, |conn| f(conn, cache))
+            .map_err(|e| e.located(|| self.location()))
     }
 
     /// Saves a checkpoint: checks and encodes it (to know its checksum and size), then
@@ -187,7 +188,7 @@ impl SqlStore {
                         fastrand::u64(1..=10) * attempt as u64,
                     ));
                 }
-                Err(e) => return Err(e),
+                Err(e) => return Err(e.located(|| self.location())),
             }
         }
     }

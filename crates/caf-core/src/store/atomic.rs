@@ -52,12 +52,13 @@ pub fn stage(
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
     let staging = temp_dir.unwrap_or(dir);
-    let mut tmp = temp_file(staging, ".caf-tmp-")?;
-    tmp.write_all(bytes).map_err(|e| Error::io(tmp.path(), e))?;
+    let mut tmp = temp_file(staging, TEMP_PREFIX)?;
+    // An error writing names the file being saved (the temporary file is removed).
+    tmp.write_all(bytes).map_err(|e| Error::io(target, e))?;
     if options.durable {
         tmp.as_file()
             .sync_data()
-            .map_err(|e| Error::io(tmp.path(), e))?;
+            .map_err(|e| Error::io(target, e))?;
     }
     Ok(Staged {
         tmp,
@@ -98,7 +99,7 @@ pub fn stage_into_spare(
                 Ok(())
             }
         })
-        .map_err(|e| Error::io(tmp.path(), e));
+        .map_err(|e| Error::io(target, e));
     Some(written.map(|()| Staged {
         tmp,
         target: target.to_path_buf(),
@@ -130,6 +131,9 @@ fn temp_file(dir: &Path, prefix: &str) -> Result<tempfile::NamedTempFile> {
 
 /// How spare files are named (stale-file cleaning gives them longer).
 pub const SPARE_PREFIX: &str = ".caf-spare-";
+
+/// How staged (temporary) files are named.
+pub const TEMP_PREFIX: &str = ".caf-tmp-";
 
 /// A whole file written next to its target, not yet in place (see [`stage`]). Dropped without
 /// [`publish`](Staged::publish), its temporary file is removed.

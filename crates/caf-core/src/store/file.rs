@@ -2,6 +2,7 @@
 
 use super::atomic::{
     make_spare, stage, stage_into_spare, sync_dir, AtomicWriteOptions, Staged, SPARE_PREFIX,
+    TEMP_PREFIX,
 };
 use super::index::{mtime_ns, Entry, Index};
 use super::{CheckpointStore, CheckpointSummary, DamagedCheckpoint, ListFilter};
@@ -200,10 +201,20 @@ impl FileStore {
             // Best effort: a read-only directory still gets a correct in-memory index.
             let _ = index.compact();
         }
-        clean_stale_temp_files(&meta_dir.join("tmp"));
+        clean_stale_temp_files(&meta_dir.join("tmp"), false);
+        // A file is put in place by renaming it, which cannot cross file systems: when `.caf/`
+        // is on another one (mounted there), files are staged beside their place instead.
+        let mut temp_dir = index.temp_dir();
+        if temp_dir
+            .as_ref()
+            .is_some_and(|tmp| !same_file_system(tmp, &root))
+        {
+            temp_dir = None;
+            clean_stale_temp_files(&root, true);
+        }
         Ok(Self {
             root,
-            temp_dir: index.temp_dir(),
+            temp_dir,
             options,
             index: Mutex::new(index),
             encoder: Mutex::new(Encoder::default()),
@@ -354,7 +365,7 @@ impl FileStore {
             summary: file.summary.clone(),
             mtime_ns: mtime_ns(&meta),
             integrity: file.integrity,
-        })?;
+        });
         Ok(file.summary)
     }
 
@@ -604,18 +615,38 @@ fn check_name(path: &Path, id: &CheckpointId, d: Decoded) -> Result<Decoded> {
     Ok(d)
 }
 
-/// Removes temporary files left by writers that were killed (older than a minute).
-fn clean_stale_temp_files(tmp: &Path) {
-    let Ok(dir) = std::fs::read_dir(tmp) else {
+/// Whether `a` and `b` are on the same file system (a rename between them can work). Unknown
+/// counts as the same.
+#[cfg(unix)]
+fn same_file_system(a: &Path, b: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (std::fs::metadata(a), std::fs::metadata(b)) {
+        (Ok(a), Ok(b)) => a.dev() == b.dev(),
+        _ => true,
+    }
+}
+
+#[cfg(not(unix))]
+fn same_file_system(_a: &Path, _b: &Path) -> bool {
+    true
+}
+
+/// Removes temporary files left by writers that were killed (older than a minute) from `dir`:
+/// every file of the staging directory `.caf/tmp`, or only the staged files caf names (with
+/// `named_only`, in the store's own directory).
+fn clean_stale_temp_files(dir: &Path, named_only: bool) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };
     let now = SystemTime::now();
-    for entry in dir.flatten() {
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
         // A live writer's spare files may wait a while for their save.
-        let spare = entry
-            .file_name()
-            .to_string_lossy()
-            .starts_with(SPARE_PREFIX);
+        let spare = name.starts_with(SPARE_PREFIX);
+        if named_only && !spare && !name.starts_with(TEMP_PREFIX) {
+            continue;
+        }
         let cutoff = now - Duration::from_secs(if spare { 3600 } else { 60 });
         let old = entry
             .metadata()
@@ -722,7 +753,7 @@ impl CheckpointStore for FileStore {
         let mut index = self.index();
         let indexed = index.entries.contains_key(id);
         if existed || indexed {
-            index.delete(std::slice::from_ref(id))?;
+            index.delete(std::slice::from_ref(id));
         }
         Ok(existed)
     }
@@ -743,7 +774,7 @@ impl CheckpointStore for FileStore {
                 Ok(()) => removed.push(id.clone()),
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
                 Err(e) => {
-                    index.delete(&removed)?;
+                    index.delete(&removed);
                     return Err(Error::io(&path, e));
                 }
             }
@@ -751,7 +782,7 @@ impl CheckpointStore for FileStore {
         if !removed.is_empty() && self.options.write.durable {
             sync_dir(&self.root)?;
         }
-        index.delete(&ids)?;
+        index.delete(&ids);
         Ok(removed.len())
     }
 }

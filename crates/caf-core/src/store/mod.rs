@@ -13,7 +13,7 @@ mod memory;
 
 pub use atomic::{
     make_spare, stage, stage_into_spare, sync_dir, write_atomic, AtomicWriteOptions, Staged,
-    SPARE_PREFIX,
+    SPARE_PREFIX, TEMP_PREFIX,
 };
 pub use background::AsyncStore;
 pub use file::{
