@@ -61,6 +61,21 @@ pub enum SqlError {
         #[source]
         source: diesel::result::Error,
     },
+    /// The database cannot be written (a read-only file, directory or file system): it was
+    /// opened read-only, so what only reads works; nothing was written.
+    #[error(
+        "{target}: the database is read-only ({backend}: {context}: {reason}); nothing was written"
+    )]
+    ReadOnlyDatabase {
+        /// The backend.
+        backend: Backend,
+        /// The database: the SQLite file.
+        target: String,
+        /// What was being done.
+        context: String,
+        /// What the database said.
+        reason: String,
+    },
     /// A statement given to [`crate::SqlStore::read_only_sql`] tried to change the database and
     /// the read-only connection refused it.
     #[error("{backend}: refused by the read-only connection: {source}")]
@@ -132,8 +147,9 @@ impl SqlError {
         }
     }
 
-    /// A failed statement that says the disk is full becomes [`SqlError::NoSpace`], naming the
-    /// database `target`; anything else is returned as it is.
+    /// A failed statement that says the disk is full becomes [`SqlError::NoSpace`], one that
+    /// says the database is read-only [`SqlError::ReadOnlyDatabase`], naming the database
+    /// `target`; anything else is returned as it is.
     pub(crate) fn located(self, target: impl FnOnce() -> String) -> Self {
         match self {
             Self::Query {
@@ -146,6 +162,21 @@ impl SqlError {
                 context,
                 source,
             },
+            Self::Query {
+                backend,
+                context,
+                source,
+            } if source
+                .to_string()
+                .contains("attempt to write a readonly database") =>
+            {
+                Self::ReadOnlyDatabase {
+                    backend,
+                    target: target(),
+                    context,
+                    reason: source.to_string(),
+                }
+            }
             other => other,
         }
     }
@@ -176,6 +207,7 @@ impl SqlError {
             | Self::Migrate { backend, .. }
             | Self::Query { backend, .. }
             | Self::NoSpace { backend, .. }
+            | Self::ReadOnlyDatabase { backend, .. }
             | Self::ReadOnly { backend, .. }
             | Self::Refused { backend, .. }
             | Self::NotOneStatement { backend, .. }

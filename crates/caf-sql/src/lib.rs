@@ -154,6 +154,7 @@ mod list;
 #[cfg(feature = "test-support")]
 mod measure;
 pub mod open;
+pub mod own_database;
 mod pruned;
 mod queries;
 pub mod schema;

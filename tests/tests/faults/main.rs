@@ -21,6 +21,7 @@
 mod sql_common;
 
 mod disk_full;
+mod sqlite_faults;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

@@ -150,7 +150,7 @@ fn same_file(_a: &std::fs::Metadata, b: &std::fs::Metadata) -> bool {
 
 /// The entries of `DIR/.caf/` that caf writes: none may be a symbolic link, which could point
 /// anywhere (another store, a system file).
-pub const INTERNALS: [&str; 8] = [
+pub const INTERNALS: [&str; 9] = [
     "",
     "tmp",
     "index.jsonl",
@@ -159,6 +159,7 @@ pub const INTERNALS: [&str; 8] = [
     "caf.db",
     "store-id",
     "unflushed",
+    "has-db",
 ];
 
 /// Refuses a store whose `.caf/` (`meta_dir`) or one of its entries is a symbolic link
