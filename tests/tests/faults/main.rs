@@ -21,6 +21,8 @@
 mod sql_common;
 
 mod disk_full;
+mod postgres_faults;
+mod soak;
 mod sqlite_faults;
 
 use std::io::Write;
