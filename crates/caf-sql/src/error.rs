@@ -16,7 +16,7 @@ pub enum SqlError {
         reason: String,
     },
     /// The database could not be opened or reached.
-    #[error("{backend}: cannot connect to {target}: {source}")]
+    #[error("{backend}: cannot connect to {target}: {}", one_line(.source))]
     Connect {
         /// The backend.
         backend: Backend,
@@ -27,7 +27,7 @@ pub enum SqlError {
         source: diesel::ConnectionError,
     },
     /// The embedded migrations could not be run.
-    #[error("{backend}: running the schema migrations failed: {source}")]
+    #[error("{backend}: running the schema migrations failed: {}", one_line(.source))]
     Migrate {
         /// The backend.
         backend: Backend,
@@ -36,7 +36,7 @@ pub enum SqlError {
         source: Box<dyn std::error::Error + Send + Sync>,
     },
     /// A statement failed.
-    #[error("{backend}: {context}: {source}")]
+    #[error("{backend}: {context}: {}", one_line(.source))]
     Query {
         /// The backend.
         backend: Backend,
@@ -49,7 +49,7 @@ pub enum SqlError {
     /// The database's disk is full (SQLite: "database or disk is full"; PostgreSQL: the
     /// server could not extend a file): the transaction was rolled back, nothing of it was
     /// written. Once space is freed, the same operation succeeds.
-    #[error("{target}: no space left on device ({backend}: {context}: {source})")]
+    #[error("{target}: no space left on device ({backend}: {context}: {})", one_line(.source))]
     NoSpace {
         /// The backend.
         backend: Backend,
@@ -76,9 +76,22 @@ pub enum SqlError {
         /// What the database said.
         reason: String,
     },
+    /// The connection was lost while a save was committing, so whether the commit went through
+    /// is unknown. The save failed: if it did go through, the store takes the checkpoint out
+    /// again on its next call (see [`crate::SqlStore`]), so that a failed save saved nothing.
+    #[error("{backend}: checkpoint {id} was not saved: the connection was lost while committing ({source}); the next call reconnects")]
+    CommitUnknown {
+        /// The backend.
+        backend: Backend,
+        /// The checkpoint.
+        id: String,
+        /// The failed commit.
+        #[source]
+        source: Box<SqlError>,
+    },
     /// A statement given to [`crate::SqlStore::read_only_sql`] tried to change the database and
     /// the read-only connection refused it.
-    #[error("{backend}: refused by the read-only connection: {source}")]
+    #[error("{backend}: refused by the read-only connection: {}", one_line(.source))]
     ReadOnly {
         /// The backend.
         backend: Backend,
@@ -128,6 +141,18 @@ pub enum SqlError {
     /// A checkpoint could not be encoded, or a file could not be read (from caf-core).
     #[error(transparent)]
     Core(#[from] caf_core::Error),
+}
+
+/// A driver's message on one line: libpq ends its messages with a newline and continues some
+/// on indented lines ("server closed the connection unexpectedly\n\tThis probably means …").
+fn one_line(e: &dyn std::fmt::Display) -> String {
+    let text = e.to_string();
+    let parts: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    parts.join("; ")
 }
 
 /// `Result` with [`SqlError`].
@@ -207,6 +232,7 @@ impl SqlError {
             | Self::Migrate { backend, .. }
             | Self::Query { backend, .. }
             | Self::NoSpace { backend, .. }
+            | Self::CommitUnknown { backend, .. }
             | Self::ReadOnlyDatabase { backend, .. }
             | Self::ReadOnly { backend, .. }
             | Self::Refused { backend, .. }

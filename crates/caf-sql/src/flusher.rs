@@ -26,6 +26,22 @@ struct State {
     saved: bool,
     /// Why the last flush failed (its rows stay; the files are checked after a power loss).
     failed: Option<String>,
+    /// Rows of saves whose commit's outcome is unknown (the connection was lost while
+    /// committing): not forgotten, so that after a crash the next open still writes the file
+    /// of one that went through.
+    held: std::collections::BTreeSet<i64>,
+}
+
+impl State {
+    /// The newest row that may be forgotten once the file system is synced: up to the newest
+    /// written, but below any held row (the rest waits for the next flush).
+    fn take_flushable(&mut self) -> Option<i64> {
+        let upto = self.written?;
+        match self.held.first() {
+            Some(&held) if held <= upto => (held > 1).then_some(held - 1),
+            _ => self.written.take(),
+        }
+    }
 }
 
 #[derive(Debug, Default)]
@@ -97,12 +113,27 @@ impl Flusher {
         self.shared.wake.notify_one();
     }
 
+    /// Keeps the row `seq` (a save whose commit's outcome is unknown) until [`Flusher::release`].
+    pub fn hold(&self, seq: i64) {
+        self.shared.lock().held.insert(seq);
+    }
+
+    /// Lets the held rows be forgotten: the store has settled their saves.
+    pub fn release(&self) {
+        let mut st = self.shared.lock();
+        if !st.held.is_empty() {
+            st.held.clear();
+            drop(st);
+            self.shared.wake.notify_one();
+        }
+    }
+
     /// Flushes now, on the caller's thread; also reports a background flush that failed since
     /// the last call.
     pub fn flush_now(&self) -> Result<(), String> {
         let (upto, failed) = {
             let mut st = self.shared.lock();
-            (st.written.take(), st.failed.take())
+            (st.take_flushable(), st.failed.take())
         };
         if let Some(upto) = upto {
             self.target.flush(upto)?;
@@ -142,7 +173,7 @@ fn run(shared: &Shared, target: &Target) {
             let mut st = shared.lock();
             loop {
                 if st.stop {
-                    break (st.written.take(), true);
+                    break (st.take_flushable(), true);
                 }
                 if st.saved {
                     // A save used a spare file: make another first.
@@ -152,7 +183,7 @@ fn run(shared: &Shared, target: &Target) {
                 if st.written.is_some() {
                     let wait = target.period.saturating_sub(last.elapsed());
                     if wait.is_zero() {
-                        break (st.written.take(), false);
+                        break (st.take_flushable(), false);
                     }
                     st = shared
                         .wake

@@ -11,7 +11,7 @@ use caf_core::{
     CheckpointId, CheckpointStore, CheckpointSummary, DamagedCheckpoint, Error, ExecutionId,
     FileStore, ListFilter, LoadSource, Result,
 };
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 
 /// Files plus a database, kept in sync on every save.
@@ -202,6 +202,10 @@ impl HybridStore {
     }
 
     fn sql_error(&self, id: &CheckpointId, e: SqlError) -> Error {
+        if matches!(e, SqlError::CommitUnknown { .. }) {
+            // It says what happened to the save itself.
+            return e.into();
+        }
         Error::Backend {
             backend: self.sql.backend().name(),
             message: format!("checkpoint {id} was not saved: the database failed ({e})"),
@@ -281,18 +285,34 @@ impl CheckpointStore for HybridStore {
             },
         })?;
         let staged = self.files.stage_encoded(checkpoint, bytes)?;
-        let (outcome, seq) = self
+        // The row of its file recorded by the last attempt of the transaction.
+        let recorded = AtomicI64::new(0);
+        let stored = self
             .sql
             .store_encoded_then(checkpoint, &enc, |conn| match &self.unflushed {
                 Some((w, _)) => {
                     let n = w.recorded.fetch_add(1, Ordering::Relaxed) + 1;
+                    recorded.store(n, Ordering::Relaxed);
                     unflushed::record(conn, w, n, id.as_str())
                         .map(|_| Some(n))
                         .map_err(SqlError::query(conn.backend(), "recording its file"))
                 }
                 None => Ok(None),
-            })
-            .map_err(|e| self.sql_error(id, e))?;
+            });
+        let (outcome, seq) = match stored {
+            Ok(stored) => {
+                if let Some((_, f)) = &self.unflushed {
+                    f.release();
+                }
+                stored
+            }
+            Err(e) => {
+                if let (Some((_, f)), SqlError::CommitUnknown { .. }) = (&self.unflushed, &e) {
+                    f.hold(recorded.load(Ordering::Relaxed));
+                }
+                return Err(self.sql_error(id, e));
+            }
+        };
         match self.files.publish(staged) {
             Ok(summary) => {
                 if let (Some((_, f)), Some(seq)) = (&self.unflushed, seq) {

@@ -157,6 +157,7 @@ pub mod open;
 pub mod own_database;
 mod pruned;
 mod queries;
+mod reconnect;
 pub mod schema;
 #[cfg(all(feature = "postgres", feature = "test-support"))]
 mod scratch;
