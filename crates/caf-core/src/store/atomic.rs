@@ -78,11 +78,17 @@ pub fn stage_into_spare(
     bytes: &[u8],
     options: AtomicWriteOptions,
 ) -> Option<Result<Staged>> {
-    let file = std::fs::OpenOptions::new()
-        .write(true)
-        .truncate(true)
-        .open(&spare)
-        .ok()?;
+    // Only the empty regular file this process made: a link planted in its place (it could
+    // point anywhere) is neither followed into nor truncated.
+    let made = std::fs::symlink_metadata(&spare).ok()?;
+    if !made.file_type().is_file() {
+        return None;
+    }
+    let file = std::fs::OpenOptions::new().write(true).open(&spare).ok()?;
+    if !same_file(&made, &file.metadata().ok()?) {
+        return None;
+    }
+    file.set_len(0).ok()?;
     let mut tmp =
         tempfile::NamedTempFile::from_parts(file, tempfile::TempPath::try_from_path(spare).ok()?);
     let dir = target
@@ -106,6 +112,18 @@ pub fn stage_into_spare(
         dir,
         options,
     }))
+}
+
+/// Whether `a` (from `symlink_metadata`) and `b` (of an open file) are the same regular file.
+#[cfg(unix)]
+fn same_file(a: &Metadata, b: &Metadata) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    a.dev() == b.dev() && a.ino() == b.ino() && b.is_file()
+}
+
+#[cfg(not(unix))]
+fn same_file(_a: &Metadata, b: &Metadata) -> bool {
+    b.is_file()
 }
 
 /// Makes an empty spare file in `dir` for [`stage_into_spare`].

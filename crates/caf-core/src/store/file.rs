@@ -150,13 +150,15 @@ fn same_file(_a: &std::fs::Metadata, b: &std::fs::Metadata) -> bool {
 
 /// The entries of `DIR/.caf/` that caf writes: none may be a symbolic link, which could point
 /// anywhere (another store, a system file).
-pub const INTERNALS: [&str; 9] = [
+pub const INTERNALS: [&str; 11] = [
     "",
     "tmp",
     "index.jsonl",
     "lock",
     "pruned.jsonl",
     "caf.db",
+    "caf.db-wal",
+    "caf.db-shm",
     "store-id",
     "unflushed",
     "has-db",
