@@ -40,6 +40,8 @@ pub mod duration;
 pub mod error;
 pub mod executor;
 pub mod format;
+#[cfg(feature = "test-support")]
+pub mod fuzz_targets;
 pub mod id;
 pub mod manager;
 pub mod prune;

@@ -21,6 +21,7 @@
 mod sql_common;
 
 mod disk_full;
+mod fuzz_corpora;
 mod postgres_faults;
 mod soak;
 mod sqlite_faults;
