@@ -1,5 +1,5 @@
-//! Decoding arbitrary bytes as a checkpoint file of any format version. The body is shared with the corpus replay test:
-//! `caf_core::fuzz_targets::decode_bytes`.
+//! Decoding arbitrary bytes as a checkpoint file of any format version. The body is shared with the
+//! corpus replay test: `caf_core::fuzz_targets::decode_bytes`.
 
 #![no_main]
 

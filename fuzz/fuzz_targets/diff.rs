@@ -1,5 +1,5 @@
-//! Diffing two arbitrary valid checkpoints (two length-prefixed halves). The body is shared with the corpus replay test:
-//! `caf_core::fuzz_targets::diff_pair`.
+//! Diffing two arbitrary valid checkpoints (two length-prefixed halves). The body is shared with
+//! the corpus replay test: `caf_core::fuzz_targets::diff_pair`.
 
 #![no_main]
 

@@ -1,5 +1,5 @@
-//! Migrating arbitrary JSON from every known format version. The body is shared with the corpus replay test:
-//! `caf_core::fuzz_targets::migrate_json`.
+//! Migrating arbitrary JSON from every known format version. The body is shared with the corpus
+//! replay test: `caf_core::fuzz_targets::migrate_json`.
 
 #![no_main]
 
