@@ -220,7 +220,11 @@ fn sync_brings_in_files_and_reindex_rebuilds() {
         let _ = std::fs::remove_file(sb.store().join(".caf").join(f));
     }
     let out = sb.caf(&["stats"]).fails(1);
-    assert!(out.err().contains("no database"), "{}", out.describe());
+    assert!(
+        out.err().contains("database is missing") && out.err().contains("caf reindex"),
+        "{}",
+        out.describe()
+    );
     let report = sb.caf(&["--json", "reindex"]).ok().json();
     assert_eq!(report["checkpoints"], 7, "{report}");
     assert_eq!(report["executions"], 2, "{report}");

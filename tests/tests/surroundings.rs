@@ -71,6 +71,97 @@ fn linked_entries_inside_caf_are_refused() {
     }
 }
 
+#[test]
+fn every_internal_name_is_refused_as_a_link_even_one_not_made_yet() {
+    // The lock, the store id, the boot markers, the database marker, and SQLite's -wal and
+    // -shm files (which SQLite itself would follow).
+    for name in [
+        "lock",
+        "store-id",
+        "unflushed",
+        "has-db",
+        "caf.db-wal",
+        "caf.db-shm",
+    ] {
+        let (sb, outside) = setup();
+        let entry = sb.store().join(".caf").join(name);
+        let target = outside.join(name);
+        match std::fs::symlink_metadata(&entry) {
+            Ok(m) if m.is_dir() => {
+                std::fs::remove_dir_all(&entry).unwrap();
+                std::fs::create_dir(&target).unwrap();
+            }
+            Ok(_) => {
+                std::fs::copy(&entry, &target).unwrap();
+                std::fs::remove_file(&entry).unwrap();
+            }
+            Err(_) => std::fs::write(&target, b"outside").unwrap(),
+        }
+        symlink(&target, &entry).unwrap();
+        let before = files(&outside);
+        let out = sb.caf(&["demo", "--steps", "2"]).fails(1);
+        assert!(
+            out.err().contains("symbolic link") && out.err().contains(name),
+            "{name}: {}",
+            out.describe()
+        );
+        assert_eq!(files(&outside), before, "{name}: written through the link");
+    }
+}
+
+#[test]
+fn a_link_planted_in_place_of_a_spare_file_is_not_written_through() {
+    // A hybrid store makes empty spare files in .caf/tmp for its next saves; one replaced by a
+    // link to a file elsewhere must not be truncated or written.
+    let (sb, outside) = setup();
+    let victim = outside.join("precious.txt");
+    let location = caf_sql::Location::new(sb.store(), None, false);
+    let store = location.open(caf_sql::Access::Update).unwrap();
+    let tmp = sb.store().join(".caf/tmp");
+    let spares = || -> Vec<std::path::PathBuf> {
+        std::fs::read_dir(&tmp)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| {
+                p.file_name()
+                    .unwrap()
+                    .to_string_lossy()
+                    .starts_with(".caf-spare-")
+            })
+            .collect()
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let mut made = Vec::new();
+    // The flusher makes them after a save.
+    let mut c = store
+        .load(&caf_core::CheckpointId::new(sb.list_ids()[0].as_str()).unwrap())
+        .unwrap();
+    while made.is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no spare file was made"
+        );
+        c.id = caf_core::CheckpointId::generate();
+        store.save(&c).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        made = spares();
+    }
+    for spare in &made {
+        std::fs::remove_file(spare).unwrap();
+        symlink(&victim, spare).unwrap();
+    }
+    for _ in 0..made.len() + 2 {
+        c.id = caf_core::CheckpointId::generate();
+        store.save(&c).unwrap();
+        assert_eq!(store.load(&c.id).unwrap(), c);
+    }
+    drop(store);
+    assert!(
+        std::fs::read(&victim).unwrap() == b"do not touch",
+        "the file behind the planted link was written"
+    );
+}
+
 /// `caf ARGS` in the sandbox's store with stdout going to `stdout`; (exit code, stderr).
 fn caf_into(sb: &Sandbox, args: &[&str], stdout: std::process::Stdio) -> (i32, String) {
     let out = std::process::Command::new(caf_tests::cli::caf_bin())

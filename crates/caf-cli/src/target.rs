@@ -17,7 +17,7 @@ pub struct Target {
 }
 
 /// The error of a failed open, with the command line's hint where one helps.
-fn failure(e: OpenError) -> Failure {
+pub fn open_failure(e: OpenError) -> Failure {
     match e {
         OpenError::NoFilesWithoutDatabase => {
             Failure::Usage("--no-files needs a database: pass --db URL".into())
@@ -31,6 +31,11 @@ fn failure(e: OpenError) -> Failure {
         e @ OpenError::NoDatabaseFile { .. } => Failure::msg(format!(
             "{e} (`caf sync` or `caf reindex` builds one from the files)"
         )),
+        e @ (OpenError::MissingDatabase { .. } | OpenError::DamagedDatabase { .. }) => {
+            Failure::msg(format!(
+                "{e}: run `caf reindex` or `caf verify --repair`; nothing was changed"
+            ))
+        }
         OpenError::Files(e) => e.into(),
         e => Failure::msg(e),
     }
@@ -47,7 +52,7 @@ impl Target {
 
     /// Opens the database (`create`: it may be created; otherwise a SQLite file must exist).
     pub fn database(&self, create: bool) -> Result<SqlStore, Failure> {
-        self.location.database(create).map_err(failure)
+        self.location.database(create).map_err(open_failure)
     }
 
     fn open(&self, access: Access) -> Result<Store, Failure> {
@@ -57,7 +62,7 @@ impl Target {
     /// Opens the store and warns about each unreadable file but `except` (which the command
     /// reports itself).
     fn open_except(&self, access: Access, except: Option<&Path>) -> Result<Store, Failure> {
-        let store = self.location.open(access).map_err(failure)?;
+        let store = self.location.open(access).map_err(open_failure)?;
         for p in store.files().map(|f| f.problems()).unwrap_or_default() {
             if Some(p.path.as_path()) != except {
                 crate::output::warn_line(&format!("skipped unreadable file: {}", p.error));

@@ -47,6 +47,18 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    /// The file system is full: nothing more could be written at `path` (the checkpoint file
+    /// being saved, the index, a database). What the failed operation was writing is not in
+    /// place, and what was there before is unchanged; once space is freed the same operation
+    /// succeeds, with no repair step.
+    #[error("{}: no space left on device (free some space and try again)", path.display())]
+    NoSpace {
+        /// The path.
+        path: PathBuf,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
     /// A path is not a regular file (a symlink, a directory, a device…), so caf will not read it.
     #[error("{}: not a regular file ({kind}); caf only reads regular files", path.display())]
     NotRegularFile {
@@ -96,12 +108,13 @@ pub enum Error {
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
-    /// An I/O error on `path`.
+    /// An I/O error on `path` ([`Error::NoSpace`] when the file system is full).
     pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
-        Self::Io {
-            path: path.into(),
-            source,
+        let path = path.into();
+        if source.kind() == std::io::ErrorKind::StorageFull {
+            return Self::NoSpace { path, source };
         }
+        Self::Io { path, source }
     }
 
     /// A checkpoint that was not found.

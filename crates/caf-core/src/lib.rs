@@ -42,6 +42,8 @@ pub mod error;
 pub mod executor;
 pub mod format;
 pub mod history;
+#[cfg(feature = "test-support")]
+pub mod fuzz_targets;
 pub mod id;
 pub mod inspect;
 pub mod manager;

@@ -246,34 +246,15 @@ pub(crate) fn open(target: &Target, options: &SqlOptions) -> Result<AnyConnectio
 /// (and `query_only`), or a PostgreSQL session whose transactions default to read-only (each
 /// statement also runs in `BEGIN READ ONLY`).
 pub(crate) fn open_read_only(target: &Target, options: &SqlOptions) -> Result<AnyConnection> {
-    let backend = target.backend();
-    let connect = |source| match target {
-        Target::Postgres(url) => SqlError::connect(backend, url, source),
-        _ => SqlError::Connect {
-            backend,
-            target: target.display(),
-            source,
-        },
-    };
     match target {
         #[cfg(feature = "sqlite")]
-        Target::Sqlite(path) => {
-            let mut c =
-                diesel::SqliteConnection::establish(&sqlite_uri(path, true)).map_err(connect)?;
-            c.batch_execute(&format!(
-                "PRAGMA busy_timeout = {}; PRAGMA query_only = ON;",
-                options.busy_timeout.as_millis()
-            ))
-            .map_err(SqlError::query(
-                backend,
-                "configuring the read-only connection",
-            ))?;
-            Ok(AnyConnection::Sqlite(c))
-        }
+        Target::Sqlite(path) => Ok(AnyConnection::Sqlite(establish_read_only(path, options)?)),
         #[cfg(feature = "postgres")]
         Target::Postgres(url) => {
             let _ = options;
-            let mut c = diesel::PgConnection::establish(url).map_err(connect)?;
+            let backend = Backend::Postgres;
+            let mut c = diesel::PgConnection::establish(url)
+                .map_err(|source| SqlError::connect(backend, url, source))?;
             c.batch_execute("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY")
                 .map_err(SqlError::query(
                     backend,
@@ -297,8 +278,90 @@ fn is_busy(e: &diesel::result::Error) -> bool {
     text.contains("database is locked") || text.contains("database is busy")
 }
 
+/// Opens a SQLite database for reading and writing; a database that cannot be written (a
+/// read-only file, directory or file system) is opened read-only instead, so that what only
+/// reads still works, and every write fails with [`SqlError::ReadOnlyDatabase`].
 #[cfg(feature = "sqlite")]
 fn open_sqlite(path: &Path, options: &SqlOptions) -> Result<AnyConnection> {
+    match open_sqlite_read_write(path, options) {
+        Err(e) if path.is_file() && says_read_only(&e) => {
+            open_sqlite_read_only(path, options).map_err(|_| e)
+        }
+        other => other,
+    }
+}
+
+/// Whether an error opening SQLite says the database (or its directory, where the `-wal` and
+/// `-shm` files go) cannot be written.
+#[cfg(feature = "sqlite")]
+fn says_read_only(e: &SqlError) -> bool {
+    let text = e.to_string();
+    text.contains("readonly database") || text.contains("unable to open database file")
+}
+
+/// Establishes a read-only connection to the SQLite file at `path` (`query_only`, with the busy
+/// timeout): `mode=ro`, or, where even its `-shm` file cannot be made (a read-only directory or
+/// file system, where no one can be writing it), `immutable=1`. Each is tried with a read.
+#[cfg(feature = "sqlite")]
+fn establish_read_only(path: &Path, options: &SqlOptions) -> Result<diesel::SqliteConnection> {
+    let backend = Backend::Sqlite;
+    let mut last = None;
+    for immutable in [false, true] {
+        let mut uri = sqlite_uri(path, true);
+        if immutable {
+            uri.push_str("&immutable=1");
+        }
+        let attempt = diesel::SqliteConnection::establish(&uri)
+            .map_err(|source| SqlError::Connect {
+                backend,
+                target: path.display().to_string(),
+                source,
+            })
+            .and_then(|mut c| {
+                c.batch_execute(&format!(
+                    "PRAGMA busy_timeout = {}; PRAGMA query_only = ON; \
+                     SELECT count(*) FROM sqlite_master;",
+                    options.busy_timeout.as_millis()
+                ))
+                .map_err(SqlError::query(
+                    backend,
+                    "configuring the read-only connection",
+                ))?;
+                Ok(c)
+            });
+        match attempt {
+            Ok(c) => return Ok(c),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(last.unwrap_or(SqlError::Url {
+        url: path.display().to_string(),
+        reason: "cannot be opened".into(),
+    }))
+}
+
+/// Opens an existing SQLite database that cannot be written ([`establish_read_only`]). Its
+/// schema must be up to date (a read-only database cannot be migrated).
+#[cfg(feature = "sqlite")]
+fn open_sqlite_read_only(path: &Path, options: &SqlOptions) -> Result<AnyConnection> {
+    let backend = Backend::Sqlite;
+    let mut c = establish_read_only(path, options)?;
+    let pending = c
+        .has_pending_migration(SQLITE_MIGRATIONS)
+        .map_err(|source| SqlError::Migrate { backend, source })?;
+    if pending {
+        return Err(SqlError::ReadOnlyDatabase {
+            backend,
+            target: path.display().to_string(),
+            context: "opening".into(),
+            reason: "its schema is older than this caf's and cannot be brought up to date".into(),
+        });
+    }
+    Ok(AnyConnection::Sqlite(c))
+}
+
+#[cfg(feature = "sqlite")]
+fn open_sqlite_read_write(path: &Path, options: &SqlOptions) -> Result<AnyConnection> {
     let backend = Backend::Sqlite;
     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::create_dir_all(parent).map_err(|e| caf_core::Error::io(parent, e))?;

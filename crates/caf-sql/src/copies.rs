@@ -68,12 +68,13 @@ impl SqlStore {
     /// Every checkpoint's id and the integrity checksum the database stores for it (that of the
     /// checkpoint's encoding, which is what its file states).
     pub fn checksums(&self) -> Result<HashMap<CheckpointId, String>> {
-        let mut inner = self.lock();
-        let backend = inner.conn.backend();
-        let rows: Vec<(String, String)> = checkpoints::table
-            .select((checkpoints::id, checkpoints::integrity))
-            .load(&mut inner.conn)
-            .map_err(SqlError::query(backend, "reading checkpoint checksums"))?;
+        let rows: Vec<(String, String)> = self.on_conn(|inner| {
+            let backend = inner.conn.backend();
+            checkpoints::table
+                .select((checkpoints::id, checkpoints::integrity))
+                .load(&mut inner.conn)
+                .map_err(SqlError::query(backend, "reading checkpoint checksums"))
+        })?;
         Ok(rows
             .into_iter()
             .filter_map(|(id, integrity)| Some((CheckpointId::new(id).ok()?, integrity)))

@@ -16,7 +16,7 @@ pub enum SqlError {
         reason: String,
     },
     /// The database could not be opened or reached.
-    #[error("{backend}: cannot connect to {target}: {source}")]
+    #[error("{backend}: cannot connect to {target}: {}", one_line(.source))]
     Connect {
         /// The backend.
         backend: Backend,
@@ -27,7 +27,7 @@ pub enum SqlError {
         source: diesel::ConnectionError,
     },
     /// The embedded migrations could not be run.
-    #[error("{backend}: running the schema migrations failed: {source}")]
+    #[error("{backend}: running the schema migrations failed: {}", one_line(.source))]
     Migrate {
         /// The backend.
         backend: Backend,
@@ -36,7 +36,7 @@ pub enum SqlError {
         source: Box<dyn std::error::Error + Send + Sync>,
     },
     /// A statement failed.
-    #[error("{backend}: {context}: {source}")]
+    #[error("{backend}: {context}: {}", one_line(.source))]
     Query {
         /// The backend.
         backend: Backend,
@@ -46,9 +46,52 @@ pub enum SqlError {
         #[source]
         source: diesel::result::Error,
     },
+    /// The database's disk is full (SQLite: "database or disk is full"; PostgreSQL: the
+    /// server could not extend a file): the transaction was rolled back, nothing of it was
+    /// written. Once space is freed, the same operation succeeds.
+    #[error("{target}: no space left on device ({backend}: {context}: {})", one_line(.source))]
+    NoSpace {
+        /// The backend.
+        backend: Backend,
+        /// The database: the SQLite file, or the PostgreSQL URL without its password.
+        target: String,
+        /// What was being done.
+        context: String,
+        /// The database's error.
+        #[source]
+        source: diesel::result::Error,
+    },
+    /// The database cannot be written (a read-only file, directory or file system): it was
+    /// opened read-only, so what only reads works; nothing was written.
+    #[error(
+        "{target}: the database is read-only ({backend}: {context}: {reason}); nothing was written"
+    )]
+    ReadOnlyDatabase {
+        /// The backend.
+        backend: Backend,
+        /// The database: the SQLite file.
+        target: String,
+        /// What was being done.
+        context: String,
+        /// What the database said.
+        reason: String,
+    },
+    /// The connection was lost while a save was committing, so whether the commit went through
+    /// is unknown. The save failed: if it did go through, the store takes the checkpoint out
+    /// again on its next call (see [`crate::SqlStore`]), so that a failed save saved nothing.
+    #[error("{backend}: checkpoint {id} was not saved: the connection was lost while committing ({source}); the next call reconnects")]
+    CommitUnknown {
+        /// The backend.
+        backend: Backend,
+        /// The checkpoint.
+        id: String,
+        /// The failed commit.
+        #[source]
+        source: Box<SqlError>,
+    },
     /// A statement given to [`crate::SqlStore::read_only_sql`] tried to change the database and
     /// the read-only connection refused it.
-    #[error("{backend}: refused by the read-only connection: {source}")]
+    #[error("{backend}: refused by the read-only connection: {}", one_line(.source))]
     ReadOnly {
         /// The backend.
         backend: Backend,
@@ -100,6 +143,18 @@ pub enum SqlError {
     Core(#[from] caf_core::Error),
 }
 
+/// A driver's message on one line: libpq ends its messages with a newline and continues some
+/// on indented lines ("server closed the connection unexpectedly\n\tThis probably means …").
+fn one_line(e: &dyn std::fmt::Display) -> String {
+    let text = e.to_string();
+    let parts: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    parts.join("; ")
+}
+
 /// `Result` with [`SqlError`].
 pub type Result<T, E = SqlError> = std::result::Result<T, E>;
 
@@ -114,6 +169,40 @@ impl SqlError {
             backend,
             context,
             source,
+        }
+    }
+
+    /// A failed statement that says the disk is full becomes [`SqlError::NoSpace`], one that
+    /// says the database is read-only [`SqlError::ReadOnlyDatabase`], naming the database
+    /// `target`; anything else is returned as it is.
+    pub(crate) fn located(self, target: impl FnOnce() -> String) -> Self {
+        match self {
+            Self::Query {
+                backend,
+                context,
+                source,
+            } if says_disk_full(&source) => Self::NoSpace {
+                backend,
+                target: target(),
+                context,
+                source,
+            },
+            Self::Query {
+                backend,
+                context,
+                source,
+            } if source
+                .to_string()
+                .contains("attempt to write a readonly database") =>
+            {
+                Self::ReadOnlyDatabase {
+                    backend,
+                    target: target(),
+                    context,
+                    reason: source.to_string(),
+                }
+            }
+            other => other,
         }
     }
 
@@ -142,6 +231,9 @@ impl SqlError {
             Self::Connect { backend, .. }
             | Self::Migrate { backend, .. }
             | Self::Query { backend, .. }
+            | Self::NoSpace { backend, .. }
+            | Self::CommitUnknown { backend, .. }
+            | Self::ReadOnlyDatabase { backend, .. }
             | Self::ReadOnly { backend, .. }
             | Self::Refused { backend, .. }
             | Self::NotOneStatement { backend, .. }
@@ -149,6 +241,13 @@ impl SqlError {
             Self::Url { .. } | Self::NotFound { .. } | Self::Core(_) => "sql",
         }
     }
+}
+
+/// Whether a database error says its disk is full: SQLite's `SQLITE_FULL` ("database or disk is
+/// full"), PostgreSQL's `53100 disk_full` ("could not extend file …: No space left on device").
+fn says_disk_full(e: &diesel::result::Error) -> bool {
+    let text = e.to_string();
+    text.contains("database or disk is full") || text.contains("No space left on device")
 }
 
 impl From<SqlError> for caf_core::Error {

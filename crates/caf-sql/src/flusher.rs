@@ -33,6 +33,10 @@ struct State {
     saved: bool,
     /// Why the last flush failed (its rows stay; the files are checked after a power loss).
     failed: Option<caf_core::Error>,
+    /// Rows of saves whose commit's outcome is unknown (the connection was lost while
+    /// committing): not forgotten, so that after a crash the next open still writes the file
+    /// of one that went through.
+    held: std::collections::BTreeSet<i64>,
 }
 
 #[derive(Debug, Default)]
@@ -70,11 +74,18 @@ impl Shared {
 
 impl State {
     /// The rows a flush now may forget, up to which (`None`: none), taking them from
-    /// `written`: those in place, below every row still pending.
+    /// `written`: those in place, below every row still pending and every row held.
     fn take_flushable(&mut self) -> Option<i64> {
         let written = self.written?;
-        let upto = match self.pending.keys().next() {
-            Some(&first) if first <= written => first - 1,
+        let first_kept = [
+            self.pending.keys().next().copied(),
+            self.held.first().copied(),
+        ]
+        .into_iter()
+        .flatten()
+        .min();
+        let upto = match first_kept {
+            Some(first) if first <= written => first - 1,
             _ => written,
         };
         if upto == written {
@@ -183,6 +194,21 @@ impl<F: Fs> Flusher<F> {
     /// record of a file another thread has committed and not yet put in place.
     pub fn reserve(&self, count: usize) -> Reserved<'_> {
         self.shared.reserve(count)
+    }
+
+    /// Keeps the row `seq` (a save whose commit's outcome is unknown) until [`Flusher::release`].
+    pub fn hold(&self, seq: i64) {
+        self.shared.lock().held.insert(seq);
+    }
+
+    /// Lets the held rows be forgotten: the store has settled their saves.
+    pub fn release(&self) {
+        let mut st = self.shared.lock();
+        if !st.held.is_empty() {
+            st.held.clear();
+            drop(st);
+            self.shared.wake.notify_one();
+        }
     }
 
     /// Flushes now, on the caller's thread; also reports a background flush that failed since

@@ -228,6 +228,10 @@ impl<F: Fs> HybridStore<F> {
     }
 
     fn sql_error(&self, id: &CheckpointId, e: SqlError) -> Error {
+        if matches!(e, SqlError::CommitUnknown { .. }) {
+            // It says what happened to the save itself.
+            return e.into();
+        }
         Error::Backend {
             backend: self.sql.backend().name(),
             message: format!("checkpoint {id} was not saved: the database failed ({e})"),
@@ -251,12 +255,28 @@ impl<F: Fs> HybridStore<F> {
         })?;
         let staged = self.files.stage_as_is(checkpoint, bytes)?;
         let reserved = self.reserve(1);
-        let (outcome, ()) = self
-            .sql
-            .store_encoded_then(checkpoint, &enc, |conn| {
-                self.record_unflushed(conn, reserved.as_ref(), &[id.as_str()])
-            })
-            .map_err(|e| self.sql_error(id, e))?;
+        let stored = self.sql.store_encoded_then(checkpoint, &enc, |conn| {
+            self.record_unflushed(conn, reserved.as_ref(), &[id.as_str()])
+        });
+        let outcome = match stored {
+            Ok((outcome, ())) => {
+                if let Some((_, f)) = &self.unflushed {
+                    f.release();
+                }
+                outcome
+            }
+            Err(e) => {
+                // A commit whose outcome is unknown: its row is kept (not forgotten by a flush)
+                // until the store has settled it, so that after a crash the next open still
+                // writes the file of one that went through.
+                if let (Some((_, f)), Some(r), SqlError::CommitUnknown { .. }) =
+                    (&self.unflushed, reserved.as_ref(), &e)
+                {
+                    f.hold(r.first);
+                }
+                return Err(self.sql_error(id, e));
+            }
+        };
         let published = self.files.try_publish(staged);
         if let Some(r) =
             reserved.filter(|_| published.as_ref().map_or_else(|u| u.in_place, |_| true))
@@ -267,7 +287,7 @@ impl<F: Fs> HybridStore<F> {
             // A file that did not get in place: undo the commit of a new checkpoint, so that
             // the database does not hold one the files lack (a replaced one keeps its new
             // version: `caf verify` reports it). A file in place (what failed came after the
-            // rename: appending to the index) is a saved checkpoint, in both copies.
+            // rename: flushing its directory) is a saved checkpoint, in both copies.
             if !u.in_place && outcome == SyncOutcome::Added {
                 let _ = self.sql.delete_checkpoint(id);
             }

@@ -178,9 +178,11 @@ mod list;
 #[cfg(feature = "test-support")]
 mod measure;
 pub mod open;
+pub mod own_database;
 mod pruned;
 mod queries;
 mod recover;
+mod reconnect;
 pub mod schema;
 #[cfg(all(feature = "postgres", feature = "test-support"))]
 mod scratch;

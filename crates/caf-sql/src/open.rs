@@ -71,6 +71,22 @@ pub enum OpenError {
         /// The missing file.
         path: PathBuf,
     },
+    /// The directory's own database (`DIR/.caf/caf.db`) is gone: the directory had one (see
+    /// [`crate::own_database`]). The files hold every checkpoint: it can be rebuilt from them.
+    #[error("{}: the directory's database is missing (deleted?); it can be rebuilt from the files", path.display())]
+    MissingDatabase {
+        /// The missing file.
+        path: PathBuf,
+    },
+    /// The directory's own database is damaged (truncated, overwritten): SQLite cannot read it.
+    /// Nothing was written. It can be rebuilt from the files, once moved aside.
+    #[error("{}: the directory's database is damaged ({error}); it can be rebuilt from the files", path.display())]
+    DamagedDatabase {
+        /// The database file.
+        path: PathBuf,
+        /// What SQLite said.
+        error: SqlError,
+    },
     /// The files could not be opened.
     #[error(transparent)]
     Files(#[from] caf_core::Error),
@@ -257,9 +273,16 @@ impl Location {
     /// The database URL in use: the one given, else the directory's default database if it
     /// exists (or `create` is set).
     pub fn db_url(&self, create: bool) -> Option<String> {
-        self.db
-            .clone()
-            .or_else(|| (create || self.default_db_path().is_file()).then(|| self.default_db_url()))
+        self.db.clone().or_else(|| {
+            (create || self.default_db_path().is_file() || self.expects_own_database())
+                .then(|| self.default_db_url())
+        })
+    }
+
+    /// Whether the directory has had its own database (`DIR/.caf/caf.db`), which may since
+    /// have been deleted (see [`crate::own_database`]).
+    pub fn expects_own_database(&self) -> bool {
+        crate::own_database::expected(&self.dir.join(".caf"))
     }
 
     /// Opens the database. With `create` it may be created; otherwise a SQLite file must exist.
@@ -269,6 +292,9 @@ impl Location {
             default: self.default_db_path(),
         })?;
         if let Some(path) = crate::sqlite_path(&url).filter(|p| !create && !p.is_file()) {
+            if self.db.is_none() && self.expects_own_database() {
+                return Err(OpenError::MissingDatabase { path });
+            }
             return Err(OpenError::NoDatabaseFile { path });
         }
         if self.db.is_none() {
@@ -283,10 +309,24 @@ impl Location {
                 })?;
             }
         }
-        SqlStore::open(&url).map_err(|error| OpenError::Database {
-            url: crate::redact(&url),
-            error,
-        })
+        match SqlStore::open(&url) {
+            Ok(db) => {
+                if self.db.is_none() {
+                    crate::own_database::mark(&self.dir.join(".caf"));
+                }
+                Ok(db)
+            }
+            Err(error) if self.db.is_none() && crate::own_database::is_damage(&error) => {
+                Err(OpenError::DamagedDatabase {
+                    path: self.default_db_path(),
+                    error,
+                })
+            }
+            Err(error) => Err(OpenError::Database {
+                url: crate::redact(&url),
+                error,
+            }),
+        }
     }
 
     /// The redaction rules of the directory's `caf.toml` (`[redaction]`; the built-in rules

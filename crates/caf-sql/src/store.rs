@@ -19,6 +19,11 @@ const RETRIES: usize = 8;
 pub(crate) struct Inner {
     pub conn: AnyConnection,
     pub cache: LineCache,
+    /// The last call failed: check the connection first (see [`crate::reconnect`]).
+    pub suspect: bool,
+    /// Saves whose commit was cut off with the connection: taken out, if they went through,
+    /// before the next call (see [`crate::reconnect`]).
+    pub unknown: Vec<(CheckpointId, String)>,
 }
 
 /// Checkpoints in a SQL database: SQLite (a file, embedded) or PostgreSQL (a server).
@@ -39,8 +44,8 @@ pub(crate) struct Inner {
 /// is retried.
 pub struct SqlStore {
     backend: Backend,
-    target: Target,
-    options: SqlOptions,
+    pub(crate) target: Target,
+    pub(crate) options: SqlOptions,
     inner: Mutex<Inner>,
     read_only: Mutex<Option<AnyConnection>>,
     /// Replaces secrets before a save writes anything (see [`caf_core::redact`]).
@@ -91,6 +96,8 @@ impl SqlStore {
             inner: Mutex::new(Inner {
                 conn,
                 cache: LineCache::default(),
+                suspect: false,
+                unknown: Vec::new(),
             }),
             read_only: Mutex::new(None),
             redactor: Redactor::default(),
@@ -116,10 +123,30 @@ impl SqlStore {
         self.target.display()
     }
 
+    /// The connection, reconnected first if the last call found it lost (best effort: if the
+    /// server cannot be reached, the call fails on the connection it gets). Calls that can
+    /// return the connection error use [`SqlStore::ready`] instead.
     pub(crate) fn lock(&self) -> MutexGuard<'_, Inner> {
+        let mut inner = self.lock_raw();
+        let _ = self.revive(&mut inner);
+        inner
+    }
+
+    /// The connection as it is.
+    pub(crate) fn lock_raw(&self) -> MutexGuard<'_, Inner> {
         // A panic while the lock was held leaves at worst a transaction that the next `BEGIN`
         // reports; the cache is only ever a hint. Recover the guard.
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Runs `f` on the ready connection (see [`SqlStore::ready`]); a failure marks it suspect.
+    pub(crate) fn on_conn<T>(&self, f: impl FnOnce(&mut Inner) -> Result<T>) -> Result<T> {
+        let mut inner = self.ready()?;
+        let r = f(&mut inner);
+        if r.is_err() {
+            self.note_failure(&mut inner);
+        }
+        r
     }
 
     pub(crate) fn read_only_connection(&self) -> Result<MutexGuard<'_, Option<AnyConnection>>> {
@@ -136,18 +163,36 @@ impl SqlStore {
         mode: TxMode,
         f: impl FnOnce(&mut AnyConnection, &mut LineCache) -> Result<T>,
     ) -> Result<T> {
-        let mut inner = self.lock();
-        if mode != TxMode::Write {
-            let Inner { conn, cache } = &mut *inner;
-            return conn.in_tx(mode, |conn| f(conn, cache));
+        let mut inner = self.ready()?;
+        let turn = match mode {
+            TxMode::Write => self.group.as_ref().map(GroupCommit::turn),
+            _ => None,
+        };
+        let Inner { conn, cache, .. } = &mut *inner;
+        let r = conn.in_tx(mode, |conn| f(conn, cache));
+        if r.is_err() {
+            self.note_failure(&mut inner);
         }
-        let turn = self.group.as_ref().map(GroupCommit::turn);
-        let Inner { conn, cache } = &mut *inner;
-        let value = conn.in_tx(mode, |conn| f(conn, cache))?;
+        let value = r.map_err(|e| e.located(|| self.location()))?;
         drop(turn);
         drop(inner);
-        self.flush_commits()?;
+        if mode == TxMode::Write {
+            self.flush_commits()?;
+        }
         Ok(value)
+    }
+
+    /// Like [`SqlStore::with_tx`]; a transaction cut off by a lost connection before its commit
+    /// is run once more on a new connection (see [`crate::reconnect`]).
+    pub(crate) fn with_tx_again<T>(
+        &self,
+        mode: TxMode,
+        f: impl Fn(&mut AnyConnection, &mut LineCache) -> Result<T>,
+    ) -> Result<T> {
+        match self.with_tx(mode, &f) {
+            Err(e) if self.may_run_again(&e) => self.with_tx(mode, &f),
+            other => other,
+        }
     }
 
     /// Group commit: flushes SQLite's log once the write lock is released (see
@@ -237,9 +282,9 @@ impl SqlStore {
     ) -> Result<(SyncOutcome, T)> {
         let mut attempt = 0;
         loop {
-            let mut inner = self.lock();
+            let mut inner = self.ready()?;
             let turn = self.group.as_ref().map(GroupCommit::turn);
-            let Inner { conn, cache } = &mut *inner;
+            let Inner { conn, cache, .. } = &mut *inner;
             match conn.in_tx(TxMode::Write, |conn| {
                 let saved = save_in_tx(conn, cache, checkpoint, enc)?;
                 Ok((saved, then(conn)?))
@@ -261,21 +306,39 @@ impl SqlStore {
                         fastrand::u64(1..=10) * attempt as u64,
                     ));
                 }
-                Err(e) => return Err(e),
+                Err(e) => {
+                    self.note_failure(&mut inner);
+                    // A connection lost before the commit: run it again on a new one.
+                    if self.may_run_again(&e) && attempt < RETRIES {
+                        attempt += 1;
+                        continue;
+                    }
+                    let e = self.save_failed(&mut inner, e, &checkpoint.id, &enc.integrity);
+                    return Err(e.located(|| self.location()));
+                }
             }
         }
     }
 
     /// Runs `f` on the store's connection, outside any transaction of its own (each statement
     /// commits by itself).
-    pub(crate) fn with_conn<T>(&self, f: impl FnOnce(&mut AnyConnection) -> T) -> T {
-        f(&mut self.lock().conn)
+    /// A failure marks the connection suspect (see [`crate::reconnect`]).
+    pub(crate) fn with_conn<T, E>(
+        &self,
+        f: impl FnOnce(&mut AnyConnection) -> std::result::Result<T, E>,
+    ) -> std::result::Result<T, E> {
+        let mut inner = self.lock();
+        let r = f(&mut inner.conn);
+        if r.is_err() {
+            self.note_failure(&mut inner);
+        }
+        r
     }
 
     /// Loads a checkpoint ([`SqlError::NotFound`] if there is none with this id). It equals
     /// what was saved.
     pub fn load_checkpoint(&self, id: &CheckpointId) -> Result<Checkpoint> {
-        self.with_tx(TxMode::Read, |conn, _| load_in_tx(conn, id))?
+        self.with_tx_again(TxMode::Read, |conn, _| load_in_tx(conn, id))?
             .ok_or_else(|| SqlError::NotFound {
                 what: "checkpoint",
                 id: id.to_string(),
@@ -284,8 +347,7 @@ impl SqlStore {
 
     /// Lists summaries matching `filter`, newest first (timestamp, then id, descending).
     pub fn list_checkpoints(&self, filter: &ListFilter) -> Result<Vec<CheckpointSummary>> {
-        let mut inner = self.lock();
-        list_in(&mut inner.conn, filter)
+        self.on_conn(|inner| list_in(&mut inner.conn, filter))
     }
 
     /// Deletes one checkpoint; `false` if there was none.
@@ -326,10 +388,21 @@ impl SqlStore {
     ) -> Result<T> {
         let mut attempt = 0;
         loop {
-            match self.with_tx(TxMode::Write, &f) {
+            match self.with_tx_again(TxMode::Write, &f) {
                 Err(e) if e.is_retryable() && attempt < RETRIES => attempt += 1,
                 other => return other,
             }
+        }
+    }
+}
+
+impl Drop for SqlStore {
+    /// Takes out a save of unknown outcome, if the server can be reached (see
+    /// [`crate::reconnect`]).
+    fn drop(&mut self) {
+        let mut inner = self.lock_raw();
+        if !inner.unknown.is_empty() {
+            let _ = self.revive(&mut inner);
         }
     }
 }
@@ -356,20 +429,17 @@ impl CheckpointStore for SqlStore {
     }
 
     fn record_pruned(&self, stones: &[caf_core::prune::Tombstone]) -> caf_core::Result<()> {
-        let mut inner = self.lock();
-        Ok(crate::pruned::record(&mut inner.conn, stones)?)
+        Ok(self.on_conn(|inner| crate::pruned::record(&mut inner.conn, stones))?)
     }
 
     fn pruned(
         &self,
     ) -> caf_core::Result<std::collections::HashMap<CheckpointId, caf_core::prune::Tombstone>> {
-        let mut inner = self.lock();
-        Ok(crate::pruned::load(&mut inner.conn)?)
+        Ok(self.on_conn(|inner| crate::pruned::load(&mut inner.conn))?)
     }
 
     fn summary(&self, id: &CheckpointId) -> caf_core::Result<Option<CheckpointSummary>> {
-        let mut inner = self.lock();
-        Ok(crate::list::summary_in(&mut inner.conn, id)?)
+        Ok(self.on_conn(|inner| crate::list::summary_in(&mut inner.conn, id))?)
     }
 
     fn describe(&self) -> String {

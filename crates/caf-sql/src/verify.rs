@@ -71,12 +71,20 @@ pub enum VerifyError {
     /// The database failed.
     #[error(transparent)]
     Database(#[from] SqlError),
+    /// The database could not be opened (and it is not the directory's own database, missing
+    /// or damaged, which is a problem found rather than an error).
+    #[error(transparent)]
+    Open(Box<crate::OpenError>),
 }
 
 /// `Result` with [`VerifyError`].
 pub type Result<T, E = VerifyError> = std::result::Result<T, E>;
 
+mod database;
 mod repair;
+pub use database::{
+    repair_store, set_aside_damaged_database, verify_store, DatabaseProblem, DatabaseProblemKind,
+};
 pub use repair::{repair, Repair, RepairOptions, RepairReport};
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> VerifyError + '_ {
@@ -223,12 +231,16 @@ pub struct VerifyReport {
     pub rows: Option<u64>,
     /// Every problem, files first, each with its file or id.
     pub problems: Vec<Finding>,
+    /// The directory's own database, missing or damaged (see [`verify_store`]); the files and
+    /// index were then checked without it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub database_problem: Option<DatabaseProblem>,
 }
 
 impl VerifyReport {
     /// Whether no problem was found.
     pub fn is_clean(&self) -> bool {
-        self.problems.is_empty()
+        self.problems.is_empty() && self.database_problem.is_none()
     }
 }
 
@@ -464,5 +476,6 @@ pub fn verify(dir: &Path, db: Option<&SqlStore>) -> Result<VerifyReport> {
         database: db.map(SqlStore::location),
         rows,
         problems,
+        database_problem: None,
     })
 }

@@ -159,6 +159,21 @@ pub fn sync(t: &Target, json: bool, a: &SyncArgs) -> CmdResult {
 /// `caf reindex`: rebuilds the database from the files. It refuses to drop checkpoints that
 /// exist only in the database (a database shared with other directories, say) unless forced.
 pub fn reindex(t: &Target, json: bool, a: &ReindexArgs) -> CmdResult {
+    // A damaged own database goes to the quarantine, and a new one is built.
+    if !t.no_files && t.dir.is_dir() {
+        let set_aside =
+            caf_sql::verify::set_aside_damaged_database(&t.location).map_err(|e| match e {
+                caf_sql::verify::VerifyError::Open(e) => crate::target::open_failure(*e),
+                e => Failure::msg(e),
+            })?;
+        if let Some(to) = set_aside {
+            output::warn_line(&format!(
+                "the database {} was damaged: moved to {}",
+                t.default_db_path().display(),
+                to.display()
+            ));
+        }
+    }
     let (files, db) = both(t)?;
     if !a.force {
         let all = caf_core::ListFilter::default();

@@ -6,16 +6,33 @@ use crate::output::{self, GREEN};
 use crate::target::{redact, Target};
 use crate::{CmdResult, Failure};
 use caf_sql::verify::{
-    repair, verify, Finding, Remedy, Repair, RepairOptions, VerifyError, VerifyReport,
+    repair_store, verify_store, DatabaseProblem, DatabaseProblemKind, Finding, Remedy, Repair,
+    RepairOptions, VerifyError, VerifyReport,
 };
-use caf_sql::SqlStore;
 use std::io::Write;
 
 fn failure(e: VerifyError) -> Failure {
     match e {
         VerifyError::Store(e) => e.into(),
+        VerifyError::Open(e) => crate::target::open_failure(*e),
         e => Failure::msg(e),
     }
+}
+
+/// How many problems a report holds, the database's own included.
+fn problem_count(r: &VerifyReport) -> u64 {
+    r.problems.len() as u64 + u64::from(r.database_problem.is_some())
+}
+
+/// One line for a missing or damaged database, and what `--repair` does about it.
+fn database_line(p: &DatabaseProblem) -> String {
+    let remedy = match p.kind {
+        DatabaseProblemKind::Damaged => {
+            "--repair or `caf reindex` moves it to the quarantine and rebuilds it from the files"
+        }
+        _ => "--repair or `caf reindex` rebuilds it from the files",
+    };
+    format!("{}: {} ({remedy})", p.path.display(), p.message)
 }
 
 /// One line for a problem: its file or id, what is wrong, and what `--repair` does about it.
@@ -80,15 +97,16 @@ pub fn run(t: &Target, json: bool, a: &VerifyArgs) -> CmdResult {
             t.dir.display()
         )));
     }
-    let db: Option<SqlStore> = match t.db_url(false) {
-        Some(_) => Some(t.database(false)?),
-        None => None,
-    };
     if a.repair {
         let options = RepairOptions {
             remove_extra_rows: a.force,
         };
-        let r = repair(t.dir(), db.as_ref(), options).map_err(failure)?;
+        let r = repair_store(&t.location, options).map_err(failure)?;
+        if let Some(p) = &r.found.database_problem {
+            if r.after.database_problem.is_none() {
+                output::warn_line(&format!("repaired {}", database_line(p)));
+            }
+        }
         // What was fixed is a warning; what is left, an error (below): each problem once.
         let left = |f: &Finding| {
             r.after
@@ -103,18 +121,20 @@ pub fn run(t: &Target, json: bool, a: &VerifyArgs) -> CmdResult {
             output::print_json(&r);
         } else {
             print_repairs(&r.repairs);
-            let found = r.found.problems.len() as u64;
-            let fixed = found - r.found.problems.iter().filter(|f| left(f)).count() as u64;
+            let found = problem_count(&r.found);
+            let still = r.found.problems.iter().filter(|f| left(f)).count() as u64
+                + u64::from(r.after.database_problem.is_some());
             crate::say!(
-                "verified {}: {} found, {fixed} repaired, {} left",
+                "verified {}: {} found, {} repaired, {} left",
                 scope(&r.after),
                 count(found, "problem", "problems"),
-                r.after.problems.len()
+                found.saturating_sub(still),
+                problem_count(&r.after)
             );
         }
         return outcome(&r.after, "left after repairing");
     }
-    let r = verify(t.dir(), db.as_ref()).map_err(failure)?;
+    let r = verify_store(&t.location).map_err(failure)?;
     if json {
         output::print_json(&r);
     } else if r.is_clean() {
@@ -124,7 +144,7 @@ pub fn run(t: &Target, json: bool, a: &VerifyArgs) -> CmdResult {
         crate::say!(
             "verified {}: {}",
             scope(&r),
-            count(r.problems.len() as u64, "problem", "problems")
+            count(problem_count(&r), "problem", "problems")
         );
     }
     outcome(&r, "found")
@@ -135,10 +155,11 @@ fn outcome(r: &VerifyReport, what: &str) -> CmdResult {
     if r.is_clean() {
         return Ok(());
     }
-    let mut lines: Vec<String> = r.problems.iter().map(line).collect();
+    let mut lines: Vec<String> = r.database_problem.iter().map(database_line).collect();
+    lines.extend(r.problems.iter().map(line));
     lines.push(format!(
         "{} {what}",
-        count(r.problems.len() as u64, "problem", "problems")
+        count(problem_count(r), "problem", "problems")
     ));
     Err(Failure::Failed(lines))
 }
@@ -165,6 +186,16 @@ fn print_repairs(repairs: &[Repair]) {
                 "rebuilt the index: {}",
                 count(*entries, "checkpoint", "checkpoints")
             ),
+            Repair::RebuiltDatabase {
+                path, set_aside, ..
+            } => match set_aside {
+                Some(to) => crate::say!(
+                    "moved the damaged database {} -> {} and made a new one",
+                    path.display(),
+                    to.display()
+                ),
+                None => crate::say!("made a new database {}", path.display()),
+            },
             Repair::SyncedDatabase { added, replaced } => {
                 crate::say!("updated the database: {added} added, {replaced} replaced")
             }

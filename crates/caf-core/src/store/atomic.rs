@@ -86,11 +86,12 @@ fn fill<F: Fs>(
     bytes: &[u8],
     options: AtomicWriteOptions,
 ) -> Result<Staged<F>> {
-    write_all(&tmp.fs, &tmp.file, &tmp.path, bytes).map_err(|e| Error::io(&tmp.path, e))?;
+    // An error writing names the file being saved (the temporary file is removed).
+    write_all(&tmp.fs, &tmp.file, &tmp.path, bytes).map_err(|e| Error::io(target, e))?;
     if options.durable {
         tmp.fs
             .sync_data(&tmp.file, &tmp.path)
-            .map_err(|e| Error::io(&tmp.path, e))?;
+            .map_err(|e| Error::io(target, e))?;
     }
     Ok(Staged {
         tmp,
@@ -121,7 +122,17 @@ pub(crate) fn stage_into_spare_in<F: Fs>(
     bytes: &[u8],
     options: AtomicWriteOptions,
 ) -> Option<Result<Staged<F>>> {
+    // Only the regular file this process made: a link planted in its place (it could point
+    // anywhere) is neither followed into nor truncated (`open_truncate` does not follow a
+    // symbolic link; a hard link is refused by its link count).
+    let made = std::fs::symlink_metadata(&spare).ok()?;
+    if !made.file_type().is_file() || linked_elsewhere(&made) {
+        return None;
+    }
     let file = fs.open_truncate(&spare).ok()?;
+    if !same_file(&made, &file.metadata().ok()?) {
+        return None;
+    }
     let tmp = TempFile {
         file,
         path: spare,
@@ -129,6 +140,30 @@ pub(crate) fn stage_into_spare_in<F: Fs>(
         keep: false,
     };
     Some(fill(tmp, target, parent_dir(target), bytes, options))
+}
+
+/// Whether `a` (from `symlink_metadata`) and `b` (of an open file) are the same regular file.
+#[cfg(unix)]
+fn same_file(a: &Metadata, b: &Metadata) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    a.dev() == b.dev() && a.ino() == b.ino() && b.is_file()
+}
+
+#[cfg(not(unix))]
+fn same_file(_a: &Metadata, b: &Metadata) -> bool {
+    b.is_file()
+}
+
+/// Whether the file has another name too (a hard link planted in place of a spare file).
+#[cfg(unix)]
+fn linked_elsewhere(m: &Metadata) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    m.nlink() != 1
+}
+
+#[cfg(not(unix))]
+fn linked_elsewhere(_m: &Metadata) -> bool {
+    false
 }
 
 /// Makes an empty spare file in `dir` for [`stage_into_spare`].
@@ -153,8 +188,8 @@ fn parent_dir(target: &Path) -> PathBuf {
 /// How spare files are named (stale-file cleaning gives them longer).
 pub const SPARE_PREFIX: &str = ".caf-spare-";
 
-/// How temporary files are named.
-const TEMP_PREFIX: &str = ".caf-tmp-";
+/// How staged (temporary) files are named.
+pub const TEMP_PREFIX: &str = ".caf-tmp-";
 
 /// A file of our own in the staging directory, removed when dropped unless kept or renamed.
 #[derive(Debug)]

@@ -2,7 +2,7 @@
 
 use super::atomic::{
     make_spare_in, stage_in, stage_into_spare_in, sync_dir_in, AtomicWriteOptions, Placed, Staged,
-    SPARE_PREFIX,
+    SPARE_PREFIX, TEMP_PREFIX,
 };
 use super::fs::{create_dir_durable, read_to_end, Fs, RealFs};
 use super::index::{mtime_ns, Entry, Index};
@@ -171,7 +171,7 @@ fn same_file(_a: &std::fs::Metadata, b: &std::fs::Metadata) -> bool {
 
 /// The entries of `DIR/.caf/` that caf writes: none may be a symbolic link, which could point
 /// anywhere (another store, a system file).
-pub const INTERNALS: [&str; 9] = [
+pub const INTERNALS: [&str; 12] = [
     "",
     "tmp",
     "index.jsonl",
@@ -179,8 +179,11 @@ pub const INTERNALS: [&str; 9] = [
     "pruned.jsonl",
     "caf.db",
     "caf.db-writer.lock",
+    "caf.db-wal",
+    "caf.db-shm",
     "store-id",
     "unflushed",
+    "has-db",
 ];
 
 /// Refuses a store whose `.caf/` (`meta_dir`) or one of its entries is a symbolic link
@@ -235,11 +238,21 @@ impl<F: Fs> FileStore<F> {
             // Best effort: a read-only directory still gets a correct in-memory index.
             let _ = index.compact();
         }
-        clean_stale_temp_files(&fs, &meta_dir.join("tmp"));
+        clean_stale_temp_files(&fs, &meta_dir.join("tmp"), false);
+        // A file is put in place by renaming it, which cannot cross file systems: when `.caf/`
+        // is on another one (mounted there), files are staged beside their place instead.
+        let mut temp_dir = index.temp_dir();
+        if temp_dir
+            .as_ref()
+            .is_some_and(|tmp| !same_file_system(tmp, &root))
+        {
+            temp_dir = None;
+            clean_stale_temp_files(&fs, &root, true);
+        }
         Ok(Self {
             fs,
             root,
-            temp_dir: index.temp_dir(),
+            temp_dir,
             options,
             index: Mutex::new(index),
             encoder: Mutex::new(Encoder::default()),
@@ -432,12 +445,13 @@ impl<F: Fs> FileStore<F> {
                 })
             }
         };
-        let indexed = self.index().put(Entry {
+        // The index is a cache: a record it cannot write now is kept and written with the next.
+        self.index().put(Entry {
             summary: file.summary.clone(),
             mtime_ns: mtime_ns(&meta),
             integrity: file.integrity,
         });
-        match flushed.and(indexed) {
+        match flushed {
             Ok(()) => Ok(file.summary),
             Err(error) => Err(Unpublished {
                 in_place: true,
@@ -720,18 +734,38 @@ fn check_name(path: &Path, id: &CheckpointId, d: Decoded) -> Result<Decoded> {
     Ok(d)
 }
 
-/// Removes temporary files left by writers that were killed (older than a minute).
-fn clean_stale_temp_files<F: Fs>(fs: &F, tmp: &Path) {
-    let Ok(dir) = std::fs::read_dir(tmp) else {
+/// Whether `a` and `b` are on the same file system (a rename between them can work). Unknown
+/// counts as the same.
+#[cfg(unix)]
+fn same_file_system(a: &Path, b: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (std::fs::metadata(a), std::fs::metadata(b)) {
+        (Ok(a), Ok(b)) => a.dev() == b.dev(),
+        _ => true,
+    }
+}
+
+#[cfg(not(unix))]
+fn same_file_system(_a: &Path, _b: &Path) -> bool {
+    true
+}
+
+/// Removes temporary files left by writers that were killed (older than a minute) from `dir`:
+/// every file of the staging directory `.caf/tmp`, or only the staged files caf names (with
+/// `named_only`, in the store's own directory).
+fn clean_stale_temp_files<F: Fs>(fs: &F, dir: &Path, named_only: bool) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };
     let now = SystemTime::now();
-    for entry in dir.flatten() {
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
         // A live writer's spare files may wait a while for their save.
-        let spare = entry
-            .file_name()
-            .to_string_lossy()
-            .starts_with(SPARE_PREFIX);
+        let spare = name.starts_with(SPARE_PREFIX);
+        if named_only && !spare && !name.starts_with(TEMP_PREFIX) {
+            continue;
+        }
         let cutoff = now - Duration::from_secs(if spare { 3600 } else { 60 });
         let old = entry
             .metadata()
@@ -843,7 +877,7 @@ impl<F: Fs> CheckpointStore for FileStore<F> {
         let mut index = self.index();
         let indexed = index.entries.contains_key(id);
         if existed || indexed {
-            index.delete(std::slice::from_ref(id))?;
+            index.delete(std::slice::from_ref(id));
         }
         Ok(existed)
     }
@@ -864,7 +898,7 @@ impl<F: Fs> CheckpointStore for FileStore<F> {
                 Ok(()) => removed.push(id.clone()),
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
                 Err(e) => {
-                    index.delete(&removed)?;
+                    index.delete(&removed);
                     return Err(Error::io(&path, e));
                 }
             }
@@ -872,7 +906,7 @@ impl<F: Fs> CheckpointStore for FileStore<F> {
         if !removed.is_empty() && self.options.write.durable {
             sync_dir_in(&self.fs, &self.root)?;
         }
-        index.delete(&ids)?;
+        index.delete(&ids);
         Ok(removed.len())
     }
 }

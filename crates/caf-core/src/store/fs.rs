@@ -67,7 +67,15 @@ impl Fs for RealFs {
 
     #[inline]
     fn open_truncate(&self, path: &Path) -> io::Result<File> {
-        OpenOptions::new().write(true).truncate(true).open(path)
+        let mut o = OpenOptions::new();
+        o.write(true).truncate(true);
+        // Never through a symbolic link planted in the file's place.
+        #[cfg(target_os = "linux")]
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            o.custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32);
+        }
+        o.open(path)
     }
 
     #[inline]

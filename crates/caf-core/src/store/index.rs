@@ -22,7 +22,7 @@ use crate::id::CheckpointId;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::fs::{File, Metadata, OpenOptions};
-use std::io::{Seek, SeekFrom};
+use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 /// What the index records of one checkpoint file: its summary, plus what identifies the file
@@ -73,23 +73,40 @@ pub struct IndexSnapshot {
     pub damaged: HashMap<CheckpointId, Entry>,
 }
 
+/// How every record of the log begins (serde writes the tag first).
+const RECORD_START: &[u8] = b"{\"op\":";
+
+/// The record of one line of the log. A line that does not parse may be a torn append (a
+/// writer killed, or a full disk) that the next append was glued to: the record that begins
+/// last on the line is read instead.
+fn parse_line(line: &[u8]) -> Option<Record> {
+    if let Ok(r) = serde_json::from_slice::<Record>(line) {
+        return Some(r);
+    }
+    let start = line
+        .windows(RECORD_START.len())
+        .rposition(|w| w == RECORD_START)
+        .filter(|&at| at > 0)?;
+    serde_json::from_slice::<Record>(&line[start..]).ok()
+}
+
 impl IndexSnapshot {
     /// Applies one line of the log; a line that does not parse (a torn last line) is ignored.
     fn apply(&mut self, line: &[u8]) {
-        match serde_json::from_slice::<Record>(line) {
-            Ok(Record::Put(e)) => {
+        match parse_line(line) {
+            Some(Record::Put(e)) => {
                 self.damaged.remove(&e.summary.id);
                 self.entries.insert(e.summary.id.clone(), e);
             }
-            Ok(Record::Bad(e)) => {
+            Some(Record::Bad(e)) => {
                 self.entries.remove(&e.summary.id);
                 self.damaged.insert(e.summary.id.clone(), e);
             }
-            Ok(Record::Del { id }) => {
+            Some(Record::Del { id }) => {
                 self.entries.remove(&id);
                 self.damaged.remove(&id);
             }
-            Err(_) => {} // a torn line from a killed writer; reconcile repairs it
+            None => {} // a torn line from a killed writer; reconcile repairs it
         }
     }
 }
@@ -141,6 +158,10 @@ struct Log {
     offset: u64,
     /// Lines read (live and dead), to decide when to compact.
     lines: usize,
+    /// Records that could not be appended (the disk was full): they go before the next
+    /// append, or into the next compaction. Until then the directory holds files the log on
+    /// disk does not list yet (which every open finds), never the other way round.
+    pending: Vec<u8>,
 }
 
 /// The in-memory index, optionally backed by the log (written and read through `fs`).
@@ -212,6 +233,7 @@ impl<F: Fs> Index<F> {
             identity,
             offset: 0,
             lines: 0,
+            pending: Vec::new(),
         })
     }
 
@@ -234,7 +256,8 @@ impl<F: Fs> Index<F> {
             Ok(m) => m,
             Err(e) => return Err(Error::io(&log.path, e)),
         };
-        if identity(&meta) != log.identity {
+        let replaced = identity(&meta) != log.identity;
+        if replaced {
             log.file = Self::open_append(&self.fs, &log.path)?;
             log.identity = identity(&log.file.metadata().map_err(io(&log.path))?);
             log.offset = 0;
@@ -243,6 +266,9 @@ impl<F: Fs> Index<F> {
             self.damaged.clear();
         }
         if meta.len() <= log.offset {
+            if replaced {
+                self.reapply_pending();
+            }
             return Ok(());
         }
         let mut buf = Vec::new();
@@ -265,20 +291,48 @@ impl<F: Fs> Index<F> {
         self.entries = snapshot.entries;
         self.damaged = snapshot.damaged;
         log.offset += end as u64 + 1;
+        if replaced {
+            self.reapply_pending();
+        }
         Ok(())
     }
 
-    fn append(&mut self, records: &[Record]) -> Result<()> {
-        let Some(log) = &mut self.log else {
-            return Ok(());
+    /// After the log was replaced and read again: the records not yet appended still hold.
+    fn reapply_pending(&mut self) {
+        let Some(log) = &self.log else { return };
+        if log.pending.is_empty() {
+            return;
+        }
+        let mut snapshot = IndexSnapshot {
+            entries: std::mem::take(&mut self.entries),
+            damaged: std::mem::take(&mut self.damaged),
         };
-        let mut buf = Vec::new();
+        for line in log.pending.split(|&b| b == b'\n') {
+            snapshot.apply(line);
+        }
+        self.entries = snapshot.entries;
+        self.damaged = snapshot.damaged;
+    }
+
+    /// Appends `records` to the log (after any still pending). The in-memory index already
+    /// holds them; if the log cannot be written (a full disk), they stay pending for the next
+    /// append or compaction, and a torn line the failed write left at the end of the log is cut
+    /// off. The index is a cache of the files, which are already in place: a save or a delete
+    /// does not fail because of it.
+    fn append(&mut self, records: &[Record]) {
+        let Some(log) = &mut self.log else {
+            return;
+        };
+        let mut buf = std::mem::take(&mut log.pending);
         for r in records {
             // Records are plain data and always serialize.
             let _ = serde_json::to_writer(&mut buf, r);
             buf.push(b'\n');
         }
-        log.lock.lock_shared().map_err(io(&log.path))?;
+        if log.lock.lock_shared().is_err() {
+            log.pending = buf;
+            return;
+        }
         let result = (|| {
             // The log may have been replaced by a compaction in another process.
             let now = std::fs::metadata(&log.path).map_err(io(&log.path))?;
@@ -290,19 +344,26 @@ impl<F: Fs> Index<F> {
             write_all(&self.fs, &log.file, &log.path, &buf).map_err(io(&log.path))
         })();
         let _ = log.lock.unlock();
-        result
+        if result.is_err() {
+            log.pending = buf;
+            // Under the exclusive lock no one else is half-way through an append.
+            if log.lock.lock().is_ok() {
+                let _ = cut_torn_tail(&log.path, log.offset);
+                let _ = log.lock.unlock();
+            }
+        }
     }
 
-    /// Records a saved file.
-    pub fn put(&mut self, entry: Entry) -> Result<()> {
+    /// Records a saved file (see [`Index::append`] for a log that cannot be written).
+    pub fn put(&mut self, entry: Entry) {
         let record = Record::Put(entry.clone());
         self.damaged.remove(&entry.summary.id);
         self.entries.insert(entry.summary.id.clone(), entry);
-        self.append(&[record])
+        self.append(&[record]);
     }
 
-    /// Records deleted files.
-    pub fn delete(&mut self, ids: &[CheckpointId]) -> Result<()> {
+    /// Records deleted files (see [`Index::append`] for a log that cannot be written).
+    pub fn delete(&mut self, ids: &[CheckpointId]) {
         for id in ids {
             self.entries.remove(id);
             self.damaged.remove(id);
@@ -311,7 +372,7 @@ impl<F: Fs> Index<F> {
             .iter()
             .map(|id| Record::Del { id: id.clone() })
             .collect();
-        self.append(&records)
+        self.append(&records);
     }
 
     /// Whether the log holds many dead lines.
@@ -363,6 +424,81 @@ impl<F: Fs> Index<F> {
         log.identity = identity(&log.file.metadata().map_err(io(&log.path))?);
         log.offset = buf.len() as u64;
         log.lines = self.entries.len() + self.damaged.len();
+        // Everything in memory is written, pending records included.
+        log.pending.clear();
         Ok(())
+    }
+}
+
+/// Cuts off the end of the log at `path` after its last whole line (not before `keep`, what
+/// this process has read): the torn line a failed append left. Called under the exclusive lock.
+fn cut_torn_tail(path: &Path, keep: u64) -> std::io::Result<()> {
+    const WINDOW: u64 = 1 << 20;
+    let mut file = OpenOptions::new().read(true).write(true).open(path)?;
+    let len = file.metadata()?.len();
+    let from = len.saturating_sub(WINDOW).max(keep);
+    let mut tail = Vec::new();
+    file.seek(SeekFrom::Start(from))?;
+    (&file).take(len - from).read_to_end(&mut tail)?;
+    if tail.last().is_none_or(|&b| b == b'\n') {
+        return Ok(());
+    }
+    let whole = tail.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    if whole == 0 && from > keep {
+        return Ok(()); // a line longer than the window: leave it to a compaction
+    }
+    file.set_len(from + whole as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::Timestamp;
+    use crate::format::{Checkpoint, CheckpointReason};
+    use crate::id::ExecutionId;
+
+    fn put_line(id: &str) -> Vec<u8> {
+        let c = Checkpoint::new(
+            CheckpointId::new(id).unwrap(),
+            ExecutionId::new("exec_a").unwrap(),
+            "agent",
+            Timestamp::now(),
+            CheckpointReason::Manual,
+        );
+        let entry = Entry {
+            summary: CheckpointSummary::of(&c, 10),
+            mtime_ns: 1,
+            integrity: None,
+        };
+        serde_json::to_vec(&Record::Put(entry)).unwrap()
+    }
+
+    #[test]
+    fn a_record_glued_to_a_torn_line_is_still_read() {
+        let whole = put_line("ckpt_b");
+        let mut glued = put_line("ckpt_a");
+        glued.truncate(glued.len() / 2);
+        glued.extend_from_slice(&whole);
+        let mut snapshot = IndexSnapshot::default();
+        snapshot.apply(&glued);
+        let ids: Vec<&str> = snapshot.entries.keys().map(CheckpointId::as_str).collect();
+        assert_eq!(ids, ["ckpt_b"]);
+        snapshot.apply(&whole[..whole.len() - 3]);
+        assert_eq!(snapshot.entries.len(), 1, "a torn line alone is skipped");
+    }
+
+    #[test]
+    fn a_torn_tail_is_cut_after_the_last_whole_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("index.jsonl");
+        let mut bytes = put_line("ckpt_a");
+        bytes.push(b'\n');
+        let whole = bytes.len() as u64;
+        bytes.extend_from_slice(&put_line("ckpt_b")[..20]);
+        std::fs::write(&path, &bytes).unwrap();
+        cut_torn_tail(&path, 0).unwrap();
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), whole);
+        cut_torn_tail(&path, 0).unwrap();
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), whole, "idempotent");
     }
 }

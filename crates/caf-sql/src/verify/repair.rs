@@ -69,6 +69,16 @@ pub enum Repair {
         /// Checkpoints it lists.
         entries: u64,
     },
+    /// The directory's own database, missing or damaged, was made anew (and then filled from
+    /// the files: [`Repair::SyncedDatabase`]); a damaged one was moved to the quarantine.
+    RebuiltDatabase {
+        /// The database file.
+        path: PathBuf,
+        /// Where the damaged database went (its `-wal` and `-shm` files beside it).
+        set_aside: Option<PathBuf>,
+        /// The note next to it.
+        note: Option<PathBuf>,
+    },
     /// The database caught up with the files.
     SyncedDatabase {
         /// Checkpoints added.
@@ -219,13 +229,13 @@ pub fn repair(dir: &Path, db: Option<&SqlStore>, options: RepairOptions) -> Resu
 }
 
 /// `DIR/.caf/quarantine/`, created when first needed.
-struct Quarantine {
+pub(super) struct Quarantine {
     root: PathBuf,
     dir: PathBuf,
 }
 
 impl Quarantine {
-    fn new(root: &Path) -> Self {
+    pub(super) fn new(root: &Path) -> Self {
         Self {
             root: root.to_path_buf(),
             dir: root.join(".caf").join("quarantine"),
@@ -246,11 +256,16 @@ impl Quarantine {
 
     /// A name in the quarantine not taken yet (nor its note): `BASE.json`, then `BASE.2.json`…
     fn free_name(&self, base: &str) -> Result<(PathBuf, PathBuf)> {
+        self.free_name_with(base, "json")
+    }
+
+    /// A name in the quarantine not taken yet (nor its note): `BASE.EXT`, then `BASE.2.EXT`…
+    fn free_name_with(&self, base: &str, ext: &str) -> Result<(PathBuf, PathBuf)> {
         let dir = self.ready()?;
         for n in 1.. {
             let name = match n {
-                1 => format!("{base}.json"),
-                n => format!("{base}.{n}.json"),
+                1 => format!("{base}.{ext}"),
+                n => format!("{base}.{n}.{ext}"),
             };
             let (file, note) = (dir.join(&name), dir.join(format!("{name}.why.txt")));
             let taken = |p: &Path| std::fs::symlink_metadata(p).is_ok();
@@ -293,6 +308,28 @@ impl Quarantine {
                 let _ = f.sync_all();
             }
         }
+        sync_dir(&self.dir);
+        Ok((to, note))
+    }
+
+    /// Moves a damaged SQLite database, and its `-wal` and `-shm` files, into the quarantine
+    /// (`caf.db`, `caf.2.db`, …) with a note. Returns where it went and its note.
+    pub(super) fn keep_database(&self, path: &Path, text: &str) -> Result<(PathBuf, PathBuf)> {
+        let (to, note) = self.free_name_with("caf", "db")?;
+        self.write_note(&note, path, text)?;
+        for suffix in ["-wal", "-shm"] {
+            let mut from = path.as_os_str().to_os_string();
+            from.push(suffix);
+            let mut dest = to.as_os_str().to_os_string();
+            dest.push(suffix);
+            match std::fs::rename(&from, &dest) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(io(Path::new(&from))(e)),
+            }
+        }
+        std::fs::rename(path, &to).map_err(io(path))?;
+        sync_dir(path.parent().unwrap_or(Path::new(".")));
         sync_dir(&self.dir);
         Ok((to, note))
     }
