@@ -101,6 +101,9 @@ fn may_be_absorbed(fired: &Fired) -> bool {
         OpKind::OpenTruncate => name.starts_with(".caf-spare-"),
         // A load reads the index log's new tail only to take the fast path.
         OpKind::Read => name == "index.jsonl",
+        // The index is a cache: a record it cannot append (or open its log for) is kept and
+        // written with the next append; the save, whose file is in place, succeeds.
+        OpKind::Write | OpKind::OpenAppend => name == "index.jsonl",
         _ => false,
     }
 }

@@ -41,9 +41,9 @@ pub mod duration;
 pub mod error;
 pub mod executor;
 pub mod format;
-pub mod history;
 #[cfg(feature = "test-support")]
 pub mod fuzz_targets;
+pub mod history;
 pub mod id;
 pub mod inspect;
 pub mod manager;

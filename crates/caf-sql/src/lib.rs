@@ -181,8 +181,8 @@ pub mod open;
 pub mod own_database;
 mod pruned;
 mod queries;
-mod recover;
 mod reconnect;
+mod recover;
 pub mod schema;
 #[cfg(all(feature = "postgres", feature = "test-support"))]
 mod scratch;
