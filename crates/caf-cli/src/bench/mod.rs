@@ -152,9 +152,7 @@ pub fn run(t: &Target, json: bool, a: &BenchArgs) -> CmdResult {
             None => vec![Mode::Files],
         };
     }
-    if modes.contains(&Mode::Postgres)
-        && !t.db.as_deref().is_some_and(|u| u.starts_with("postgres"))
-    {
+    if modes.contains(&Mode::Postgres) && pg.is_none() {
         return Err(Failure::Usage(
             "--mode postgres needs --db postgres://…".into(),
         ));
