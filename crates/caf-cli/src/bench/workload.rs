@@ -227,7 +227,6 @@ pub(super) fn measure(
             )));
         }
     }
-    let sql_mode = db.is_some();
     // PostgreSQL keeps its data on the server: ask it what the tables take.
     let server_bytes = match (&db, mode) {
         (Some(db), Mode::Postgres) => Some(db.database_bytes().map_err(sql_failure)?),
@@ -259,7 +258,7 @@ pub(super) fn measure(
         append_floor_us: rounded(median(&mut append)),
         disk_bytes,
         checkpoint_bytes_last: last_bytes,
-        sync_us: if sql_mode { opt(&mut sync) } else { None },
+        sync_us: opt(&mut sync),
         sync_at_10_us: opt(&mut sync_10),
         sync_at_last_us: opt(&mut sync_last),
         flush_us: opt(&mut flushes),
