@@ -14,7 +14,7 @@
 //! processes started together, one SQLite file, errors counted and not retried.
 
 use super::peer::PeerRun;
-use super::workload::{open_store, sql_failure, step, NullStore};
+use super::workload::{mode_dir, open_store, sql_failure, step, NullStore};
 use super::Mode;
 use crate::Failure;
 use caf_core::{
@@ -74,14 +74,7 @@ pub(super) fn measure(
     scratch: &Path,
     pg: Option<&str>,
 ) -> Result<ConcurrentFigures, Failure> {
-    // Kept until the whole run ends (`scratch` is the run's own directory, removed then): on
-    // some file systems (ext4 without a journal) files deleted in the last half minute make
-    // every file creation slower, so one mode's clean-up would slow the next mode down.
-    let tmp = tempfile::Builder::new()
-        .prefix("mode-")
-        .tempdir_in(scratch)
-        .map_err(|e| Failure::msg(format!("{}: {e}", scratch.display())))?
-        .keep();
+    let tmp = mode_dir(scratch)?;
     // Create the store (and its database, migrated) before the workers open it.
     drop(open_store(mode, tmp.as_path(), pg)?);
     let exe = std::env::current_exe()

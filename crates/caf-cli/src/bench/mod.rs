@@ -125,6 +125,22 @@ fn mode_name(m: Mode) -> String {
         .map_or_else(|| format!("{m:?}"), |v| v.get_name().to_string())
 }
 
+/// Runs `f` with the database URL `mode` measures on: for PostgreSQL, a scratch database made
+/// on the server of `pg` and dropped when `f` returns; otherwise `pg` itself.
+fn with_scratch_db<T>(
+    mode: Mode,
+    pg: Option<&str>,
+    f: impl FnOnce(Option<&str>) -> Result<T, Failure>,
+) -> Result<T, Failure> {
+    match (mode, pg) {
+        (Mode::Postgres, Some(url)) => {
+            let db = caf_sql::ScratchDatabase::create(url).map_err(sql_failure)?;
+            f(Some(db.url()))
+        }
+        _ => f(pg),
+    }
+}
+
 /// Runs the benchmark and prints the figures.
 pub fn run(t: &Target, json: bool, a: &BenchArgs) -> CmdResult {
     let pg = t.db.as_deref().filter(|u| u.starts_with("postgres"));
@@ -152,9 +168,7 @@ pub fn run(t: &Target, json: bool, a: &BenchArgs) -> CmdResult {
             None => vec![Mode::Files],
         };
     }
-    if modes.contains(&Mode::Postgres)
-        && !t.db.as_deref().is_some_and(|u| u.starts_with("postgres"))
-    {
+    if modes.contains(&Mode::Postgres) && pg.is_none() {
         return Err(Failure::Usage(
             "--mode postgres needs --db postgres://…".into(),
         ));
@@ -186,20 +200,9 @@ pub fn run(t: &Target, json: bool, a: &BenchArgs) -> CmdResult {
                 output::count(a.steps, "step")
             );
         }
-        all.push(match (mode, pg) {
-            (Mode::Postgres, Some(url)) => {
-                let scratch_db = caf_sql::ScratchDatabase::create(url).map_err(sql_failure)?;
-                measure(
-                    mode,
-                    Durability::Sync,
-                    &scratch,
-                    a.executions,
-                    a.steps,
-                    Some(scratch_db.url()),
-                )?
-            }
-            _ => measure(mode, Durability::Sync, &scratch, a.executions, a.steps, pg)?,
-        });
+        all.push(with_scratch_db(mode, pg, |pg| {
+            measure(mode, Durability::Sync, &scratch, a.executions, a.steps, pg)
+        })?);
         if a.durability.contains(&Durability::Async) {
             if !matches!(mode, Mode::Files | Mode::FilesSqlite) {
                 output::warn_line(&format!(
@@ -330,13 +333,9 @@ fn run_concurrent(
                 output::count(saves, "save")
             );
         }
-        all.push(match (mode, pg) {
-            (Mode::Postgres, Some(url)) => {
-                let db = caf_sql::ScratchDatabase::create(url).map_err(sql_failure)?;
-                concurrent::measure(mode, processes, saves, scratch, Some(db.url()))?
-            }
-            _ => concurrent::measure(mode, processes, saves, scratch, pg)?,
-        });
+        all.push(with_scratch_db(mode, pg, |pg| {
+            concurrent::measure(mode, processes, saves, scratch, pg)
+        })?);
     }
     let peer = match peer {
         Some(p) => {

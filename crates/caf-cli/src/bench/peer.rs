@@ -117,9 +117,7 @@ impl PeerRun {
             report,
         })
     }
-}
 
-impl PeerRun {
     /// Runs the peer's script with `args` and `--scratch`, and returns its JSON report.
     pub(super) fn run_with(
         &self,
@@ -185,14 +183,15 @@ impl PeerFigures {
 /// Whether a save of `mode` is on disk when it returns, and how.
 fn durability(mode: Mode) -> (bool, String) {
     // The modes open their database as `SqlStore::open` does: with the default options.
-    let sqlite = match caf_sql::SqlOptions::default().durability {
+    let default = caf_sql::SqlOptions::default().durability;
+    let sqlite = match default {
         caf_sql::Durability::Default => {
             "WAL, committed with synchronous=NORMAL, then the log flushed (group commit)"
         }
         caf_sql::Durability::Full => "WAL, synchronous=FULL",
         caf_sql::Durability::Relaxed => "WAL, synchronous=NORMAL, not flushed",
     };
-    let durable = caf_sql::SqlOptions::default().durability != caf_sql::Durability::Relaxed;
+    let durable = default != caf_sql::Durability::Relaxed;
     match mode {
         Mode::Files => (
             true,

@@ -11,7 +11,7 @@ use caf_core::{
     CheckpointSummary, FileStore, ListFilter, RuntimeState,
 };
 use caf_sql::{HybridStore, SqlStore};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 /// One step of the workload on `state`.
@@ -87,6 +87,19 @@ pub(super) fn open_store(
     })
 }
 
+/// A directory of its own for one mode's store, under the run's `scratch` directory.
+///
+/// Kept until the whole run ends (`scratch` is the run's own directory, removed then): on some
+/// file systems (ext4 without a journal) files deleted in the last half minute make every file
+/// creation slower, so one mode's clean-up would slow the next mode down.
+pub(super) fn mode_dir(scratch: &Path) -> Result<PathBuf, Failure> {
+    Ok(tempfile::Builder::new()
+        .prefix("mode-")
+        .tempdir_in(scratch)
+        .map_err(|e| Failure::msg(format!("{}: {e}", scratch.display())))?
+        .keep())
+}
+
 /// How the files modes save: in the caller's thread, or handed to a background writer.
 enum Saving {
     Sync(Box<dyn CheckpointStore>),
@@ -101,14 +114,7 @@ pub(super) fn measure(
     steps: u32,
     pg: Option<&str>,
 ) -> Result<Figures, Failure> {
-    // Kept until the whole run ends (`scratch` is the run's own directory, removed then): on
-    // some file systems (ext4 without a journal) files deleted in the last half minute make
-    // every file creation slower, so one mode's clean-up would slow the next mode down.
-    let tmp = tempfile::Builder::new()
-        .prefix("mode-")
-        .tempdir_in(scratch)
-        .map_err(|e| Failure::msg(format!("{}: {e}", scratch.display())))?
-        .keep();
+    let tmp = mode_dir(scratch)?;
     let floor_dir = tmp.as_path().join("floor");
     std::fs::create_dir_all(&floor_dir)
         .map_err(|e| Failure::msg(format!("{}: {e}", floor_dir.display())))?;
@@ -221,7 +227,6 @@ pub(super) fn measure(
             )));
         }
     }
-    let sql_mode = db.is_some();
     // PostgreSQL keeps its data on the server: ask it what the tables take.
     let server_bytes = match (&db, mode) {
         (Some(db), Mode::Postgres) => Some(db.database_bytes().map_err(sql_failure)?),
@@ -253,7 +258,7 @@ pub(super) fn measure(
         append_floor_us: rounded(median(&mut append)),
         disk_bytes,
         checkpoint_bytes_last: last_bytes,
-        sync_us: if sql_mode { opt(&mut sync) } else { None },
+        sync_us: opt(&mut sync),
         sync_at_10_us: opt(&mut sync_10),
         sync_at_last_us: opt(&mut sync_last),
         flush_us: opt(&mut flushes),
