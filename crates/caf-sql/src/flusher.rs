@@ -84,10 +84,7 @@ impl State {
         .into_iter()
         .flatten()
         .min();
-        let upto = match first_kept {
-            Some(first) if first <= written => first - 1,
-            _ => written,
-        };
+        let upto = first_kept.map_or(written, |first| written.min(first - 1));
         if upto == written {
             self.written = None;
         }

@@ -14,4 +14,4 @@ pub(crate) mod fixed;
 pub(crate) mod tests;
 
 pub(crate) use by_text::Stmt;
-pub(crate) use fixed::{shape, Param, Shape};
+pub(crate) use fixed::{row, shape, Param, Shape};

@@ -11,9 +11,8 @@ use crate::checkpoint::item_columns::ItemContext;
 use crate::columns::{count, json, text};
 use crate::connection::AnyConnection;
 use crate::schema::entries;
-use crate::statement::arrays::Kind;
-use crate::statement::fixed::{execute_groups, insert_rows, padded, Row};
-use crate::statement::{shape, Param};
+use crate::statement::fixed::{execute_groups, insert_rows, padded};
+use crate::statement::{row, shape, Param};
 use caf_core::format::{JsonObject, Snapshot};
 use diesel::prelude::*;
 use serde_json::Value;
@@ -135,31 +134,16 @@ pub(crate) struct NewEntry<'a> {
     payload: String,
 }
 
-impl Row for NewEntry<'_> {
-    const KINDS: &'static [Kind] = &[
-        Kind::Int,
-        Kind::Text,
-        Kind::Int,
-        Kind::Int,
-        Kind::Text,
-        Kind::Text,
-        Kind::OptText,
-        Kind::Text,
-    ];
-
-    fn values<'a>(&'a self, out: &mut Vec<Param<'a>>) {
-        out.extend([
-            Param::Int(self.ctx.line_id),
-            Param::Text(self.part),
-            Param::Int(self.position),
-            Param::Int(self.ctx.seq),
-            Param::Text(self.ctx.execution_id),
-            Param::Text(self.ctx.checkpoint_id),
-            Param::OptText(self.key.as_deref()),
-            Param::Text(&self.payload),
-        ]);
-    }
-}
+row!(NewEntry<'_>, |r| [
+    Int(r.ctx.line_id),
+    Text(r.part),
+    Int(r.position),
+    Int(r.ctx.seq),
+    Text(r.ctx.execution_id),
+    Text(r.ctx.checkpoint_id),
+    OptText(r.key.as_deref()),
+    Text(&r.payload),
+]);
 
 /// The entry revisions a save writes: the (part, position) pairs whose current revision it
 /// closes, and its new rows.

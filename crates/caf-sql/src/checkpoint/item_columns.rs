@@ -9,9 +9,7 @@
 
 use crate::checkpoint::checkpoint_row::{Damaged, Place};
 use crate::columns::{count, json, text};
-use crate::statement::arrays::Kind;
-use crate::statement::fixed::Row;
-use crate::statement::{shape, Param};
+use crate::statement::{row, shape};
 use caf_core::format::{Checkpoint, CompletedStep, JsonObject, Thought, ToolCall, ToolStatus};
 use caf_core::Timestamp;
 use serde::Serialize;
@@ -95,39 +93,20 @@ impl<'a> NewThought<'a> {
     }
 }
 
-impl Row for NewThought<'_> {
-    const KINDS: &'static [Kind] = &[
-        Kind::Int,
-        Kind::Int,
-        Kind::Int,
-        Kind::Text,
-        Kind::Text,
-        Kind::Text,
-        Kind::Text,
-        Kind::Text,
-        Kind::OptFloat,
-        Kind::OptText,
-        Kind::Int,
-        Kind::Text,
-    ];
-
-    fn values<'a>(&'a self, out: &mut Vec<Param<'a>>) {
-        out.extend([
-            Param::Int(self.ctx.line_id),
-            Param::Int(self.position),
-            Param::Int(self.ctx.seq),
-            Param::Text(self.ctx.execution_id),
-            Param::Text(&self.id),
-            Param::Text(self.ctx.checkpoint_id),
-            Param::Text(&self.kind),
-            Param::Text(&self.content),
-            Param::OptFloat(self.confidence),
-            Param::OptText(self.parent_id.as_deref()),
-            Param::Int(self.created_at),
-            Param::Text(&self.payload),
-        ]);
-    }
-}
+row!(NewThought<'_>, |r| [
+    Int(r.ctx.line_id),
+    Int(r.position),
+    Int(r.ctx.seq),
+    Text(r.ctx.execution_id),
+    Text(&r.id),
+    Text(r.ctx.checkpoint_id),
+    Text(&r.kind),
+    Text(&r.content),
+    OptFloat(r.confidence),
+    OptText(r.parent_id.as_deref()),
+    Int(r.created_at),
+    Text(&r.payload),
+]);
 
 /// A new `tool_calls` row.
 pub(crate) struct NewToolCall<'a> {
@@ -164,45 +143,23 @@ impl<'a> NewToolCall<'a> {
     }
 }
 
-impl Row for NewToolCall<'_> {
-    const KINDS: &'static [Kind] = &[
-        Kind::Int,
-        Kind::Int,
-        Kind::Int,
-        Kind::Text,
-        Kind::Text,
-        Kind::Text,
-        Kind::Text,
-        Kind::Text,
-        Kind::OptText,
-        Kind::OptBool,
-        Kind::OptText,
-        Kind::Text,
-        Kind::OptInt,
-        Kind::OptInt,
-        Kind::Text,
-    ];
-
-    fn values<'a>(&'a self, out: &mut Vec<Param<'a>>) {
-        out.extend([
-            Param::Int(self.ctx.line_id),
-            Param::Int(self.position),
-            Param::Int(self.ctx.seq),
-            Param::Text(self.ctx.execution_id),
-            Param::Text(&self.id),
-            Param::Text(self.ctx.checkpoint_id),
-            Param::Text(&self.tool_id),
-            Param::Text(&self.args),
-            Param::OptText(self.result.as_deref()),
-            Param::OptBool(self.success),
-            Param::OptText(self.error.as_deref()),
-            Param::Text(self.status),
-            Param::OptInt(self.started_at),
-            Param::OptInt(self.completed_at),
-            Param::Text(&self.payload),
-        ]);
-    }
-}
+row!(NewToolCall<'_>, |r| [
+    Int(r.ctx.line_id),
+    Int(r.position),
+    Int(r.ctx.seq),
+    Text(r.ctx.execution_id),
+    Text(&r.id),
+    Text(r.ctx.checkpoint_id),
+    Text(&r.tool_id),
+    Text(&r.args),
+    OptText(r.result.as_deref()),
+    OptBool(r.success),
+    OptText(r.error.as_deref()),
+    Text(r.status),
+    OptInt(r.started_at),
+    OptInt(r.completed_at),
+    Text(&r.payload),
+]);
 
 /// A new `steps` row.
 pub(crate) struct NewStep<'a> {
@@ -225,31 +182,16 @@ impl<'a> NewStep<'a> {
     }
 }
 
-impl Row for NewStep<'_> {
-    const KINDS: &'static [Kind] = &[
-        Kind::Int,
-        Kind::Int,
-        Kind::Int,
-        Kind::Text,
-        Kind::Text,
-        Kind::Text,
-        Kind::Int,
-        Kind::Text,
-    ];
-
-    fn values<'a>(&'a self, out: &mut Vec<Param<'a>>) {
-        out.extend([
-            Param::Int(self.ctx.line_id),
-            Param::Int(self.position),
-            Param::Int(self.ctx.seq),
-            Param::Text(self.ctx.execution_id),
-            Param::Text(self.ctx.checkpoint_id),
-            Param::Text(&self.name),
-            Param::Int(self.completed_at),
-            Param::Text(&self.payload),
-        ]);
-    }
-}
+row!(NewStep<'_>, |r| [
+    Int(r.ctx.line_id),
+    Int(r.position),
+    Int(r.ctx.seq),
+    Text(r.ctx.execution_id),
+    Text(r.ctx.checkpoint_id),
+    Text(&r.name),
+    Int(r.completed_at),
+    Text(&r.payload),
+]);
 
 fn is_empty(m: &&JsonObject) -> bool {
     m.is_empty()

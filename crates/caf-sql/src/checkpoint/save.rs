@@ -26,9 +26,8 @@ use crate::connection::{AnyConnection, Backend};
 use crate::delete::delete_in_tx;
 use crate::error::{Result, SqlError};
 use crate::executions::{ensure_execution, ExecutionUpdate};
-use crate::statement::arrays::Kind;
-use crate::statement::fixed::{execute, insert_rows, Row};
-use crate::statement::{shape, Param};
+use crate::statement::fixed::{execute, insert_rows};
+use crate::statement::{row, shape, Param};
 use caf_core::format::Checkpoint;
 use std::borrow::Cow;
 use std::collections::BTreeSet;
@@ -88,13 +87,7 @@ struct LabelRow<'a> {
     label: &'a str,
 }
 
-impl Row for LabelRow<'_> {
-    const KINDS: &'static [Kind] = &[Kind::Text, Kind::Text];
-
-    fn values<'a>(&'a self, out: &mut Vec<Param<'a>>) {
-        out.extend([Param::Text(self.checkpoint_id), Param::Text(self.label)]);
-    }
-}
+row!(LabelRow<'_>, |r| [Text(r.checkpoint_id), Text(r.label)]);
 
 /// Saves `c` (encoded as `enc`) in the open write transaction.
 pub(crate) fn save_in_tx(

@@ -295,6 +295,24 @@ pub(crate) trait Row {
     fn values<'a>(&'a self, out: &mut Vec<Param<'a>>);
 }
 
+/// Implements [`Row`] for a type from one list of its values, each written `Kind(value)` with
+/// `this` standing for the row: `row!(T, |r| [Int(r.id), OptText(r.note.as_deref())])`. The
+/// kinds and the values are written once, so they cannot disagree.
+macro_rules! row {
+    ($row:ty, |$this:ident| [$($kind:ident($value:expr)),* $(,)?]) => {
+        impl $crate::statement::fixed::Row for $row {
+            const KINDS: &'static [$crate::statement::arrays::Kind] =
+                &[$($crate::statement::arrays::Kind::$kind),*];
+
+            fn values<'a>(&'a self, out: &mut Vec<$crate::statement::Param<'a>>) {
+                let $this = self;
+                out.extend([$($crate::statement::Param::$kind($value)),*]);
+            }
+        }
+    };
+}
+pub(crate) use row;
+
 /// Inserts `rows` with statement `S` (its group is one row), in as few fixed shapes as
 /// [`batches`] gives.
 pub(crate) fn insert_rows<S: Shape, R: Row>(
