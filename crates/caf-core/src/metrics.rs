@@ -112,7 +112,8 @@ pub(crate) fn saved(
     summary: &CheckpointSummary,
     elapsed: Duration,
 ) {
-    let label = store.describe();
+    // Shared, so that each metric below takes it without copying the string again.
+    let label = ::metrics::SharedString::from(std::sync::Arc::<str>::from(store.describe()));
     ::metrics::counter!(SAVE_COUNT, STORE_LABEL => label.clone()).increment(1);
     ::metrics::histogram!(SAVE_SIZE_BYTES, STORE_LABEL => label.clone())
         .record(summary.bytes as f64);

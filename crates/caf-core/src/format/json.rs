@@ -59,8 +59,10 @@ pub fn pointer_of<S: AsRef<str>>(path: &[S]) -> String {
     out
 }
 
+/// Builds a `Value` like serde_json's own visitor, refusing a repeated key and nesting deeper
+/// than the state's limit. Also the reader behind [`super::unique_keys`], without a limit.
 #[derive(Clone, Copy)]
-struct Seed<'a> {
+pub(super) struct Seed<'a> {
     state: &'a RefCell<State>,
     depth: usize,
 }
@@ -72,7 +74,41 @@ impl<'de> DeserializeSeed<'de> for Seed<'_> {
     }
 }
 
+/// Runs `f` with a seed that refuses duplicate keys but sets no depth limit (serde_json's own
+/// recursion limit still applies when reading text).
+pub(super) fn with_unlimited_seed<R>(f: impl FnOnce(Seed<'_>) -> R) -> R {
+    let state = RefCell::new(State {
+        stop: None,
+        unwind: Vec::new(),
+        max_depth: usize::MAX,
+    });
+    f(Seed {
+        state: &state,
+        depth: 0,
+    })
+}
+
 impl Seed<'_> {
+    /// Reads the members of an object (the caller has entered it), refusing a repeated key.
+    pub(super) fn object<'de, A: MapAccess<'de>>(
+        self,
+        mut map: A,
+    ) -> Result<Map<String, Value>, A::Error> {
+        let inner = self.enter()?;
+        let mut out = Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if out.contains_key(&key) {
+                let err = de::Error::custom(format_args!("duplicate key {key:?}"));
+                self.state.borrow_mut().stop = Some(Stop::Duplicate(key));
+                return Err(err);
+            }
+            let v = map.next_value_seed(inner);
+            let v = self.unwinding(v, || key.clone())?;
+            out.insert(key, v);
+        }
+        Ok(out)
+    }
+
     fn enter<E: de::Error>(self) -> Result<Self, E> {
         let depth = self.depth + 1;
         let mut st = self.state.borrow_mut();
@@ -124,6 +160,9 @@ impl<'de> Visitor<'de> for Seed<'_> {
     fn visit_none<E>(self) -> Result<Value, E> {
         Ok(Value::Null)
     }
+    fn visit_some<D: de::Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        d.deserialize_any(self)
+    }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
         let inner = self.enter()?;
@@ -137,19 +176,8 @@ impl<'de> Visitor<'de> for Seed<'_> {
         }
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
-        let inner = self.enter()?;
-        let mut out = Map::new();
-        while let Some(key) = map.next_key::<String>()? {
-            if out.contains_key(&key) {
-                self.state.borrow_mut().stop = Some(Stop::Duplicate(key));
-                return Err(de::Error::custom("duplicate key"));
-            }
-            let v = map.next_value_seed(inner);
-            let v = self.unwinding(v, || key.clone())?;
-            out.insert(key, v);
-        }
-        Ok(Value::Object(out))
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Value, A::Error> {
+        self.object(map).map(Value::Object)
     }
 }
 

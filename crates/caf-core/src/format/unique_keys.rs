@@ -9,128 +9,49 @@
 //! the wrong type), so reading from an already parsed `Value`, which cannot hold a duplicate, is
 //! unchanged.
 
+use super::json::{with_unlimited_seed, Seed};
 use super::model::JsonObject;
-use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
-use serde_json::map::Entry;
-use serde_json::{Number, Value};
+use serde::de::{Deserializer, MapAccess, SeqAccess, Visitor};
+use serde_json::Value;
 use std::fmt;
-
-/// Builds a `Value` like serde_json's own visitor, but refuses an object that repeats a key.
-struct UniqueValue;
-
-impl<'de> Visitor<'de> for UniqueValue {
-    type Value = Value;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("any valid JSON value")
-    }
-    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
-        Ok(Value::Bool(v))
-    }
-    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
-        Ok(Value::from(v))
-    }
-    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
-        Ok(Value::from(v))
-    }
-    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
-        Ok(Number::from_f64(v).map_or(Value::Null, Value::Number))
-    }
-    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
-        Ok(Value::String(v.to_owned()))
-    }
-    fn visit_string<E>(self, v: String) -> Result<Value, E> {
-        Ok(Value::String(v))
-    }
-    fn visit_unit<E>(self) -> Result<Value, E> {
-        Ok(Value::Null)
-    }
-    fn visit_none<E>(self) -> Result<Value, E> {
-        Ok(Value::Null)
-    }
-    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
-        d.deserialize_any(self)
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
-        let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(4096));
-        while let Some(v) = seq.next_element_seed(Seed)? {
-            out.push(v);
-        }
-        Ok(Value::Array(out))
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Value, A::Error> {
-        UniqueObject.visit_map(map).map(Value::Object)
-    }
-}
-
-/// Builds a JSON object, refusing a repeated key.
-struct UniqueObject;
-
-impl<'de> Visitor<'de> for UniqueObject {
-    type Value = JsonObject;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a map")
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<JsonObject, A::Error> {
-        let mut out = JsonObject::new();
-        while let Some(key) = map.next_key::<String>()? {
-            match out.entry(key) {
-                Entry::Vacant(slot) => {
-                    slot.insert(map.next_value_seed(Seed)?);
-                }
-                Entry::Occupied(slot) => {
-                    return Err(de::Error::custom(format_args!(
-                        "duplicate key {:?}",
-                        slot.key()
-                    )));
-                }
-            }
-        }
-        Ok(out)
-    }
-}
-
-#[derive(Clone, Copy)]
-struct Seed;
-
-impl<'de> de::DeserializeSeed<'de> for Seed {
-    type Value = Value;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
-        d.deserialize_any(UniqueValue)
-    }
-}
 
 /// Any JSON value, refusing duplicate keys at every level.
 pub(crate) fn value<'de, D: Deserializer<'de>>(d: D) -> Result<Value, D::Error> {
-    d.deserialize_any(UniqueValue)
+    with_unlimited_seed(|seed| d.deserialize_any(seed))
 }
 
 /// A JSON object, refusing duplicate keys at every level.
 pub(crate) fn object<'de, D: Deserializer<'de>>(d: D) -> Result<JsonObject, D::Error> {
-    d.deserialize_map(UniqueObject)
+    struct Object<'a>(Seed<'a>);
+    impl<'de> Visitor<'de> for Object<'_> {
+        type Value = JsonObject;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a map")
+        }
+        fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<JsonObject, A::Error> {
+            self.0.object(map)
+        }
+    }
+    with_unlimited_seed(|seed| d.deserialize_map(Object(seed)))
 }
 
 /// An array of JSON values, refusing duplicate keys at every level.
 pub(crate) fn values<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Value>, D::Error> {
-    struct Values;
-    impl<'de> Visitor<'de> for Values {
+    struct Values<'a>(Seed<'a>);
+    impl<'de> Visitor<'de> for Values<'_> {
         type Value = Vec<Value>;
         fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
             f.write_str("a sequence")
         }
         fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<Value>, A::Error> {
             let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(4096));
-            while let Some(v) = seq.next_element_seed(Seed)? {
+            while let Some(v) = seq.next_element_seed(self.0)? {
                 out.push(v);
             }
             Ok(out)
         }
     }
-    d.deserialize_seq(Values)
+    with_unlimited_seed(|seed| d.deserialize_seq(Values(seed)))
 }
 
 /// A present value as `Some`, `null` included (with `#[serde(default)]`, only an absent member
