@@ -63,8 +63,9 @@ pub const CONFIG_FILE: &str = "caf.toml";
 #[serde(deny_unknown_fields)]
 #[non_exhaustive]
 pub struct Config {
-    /// `durability = "sync" | "async"`: when the saves of commands run on this directory
-    /// return (the command line's `--durability` wins); unset means `sync`.
+    /// `durability = "sync" | "async"`: when the saves of the commands that save many
+    /// checkpoints (`caf demo`) return; the command line's `--durability` wins; unset means
+    /// `sync`. Single-save commands (`caf save`, `caf fork`) write before they exit either way.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub durability: Option<SaveMode>,
     /// The `[retention]` table: what `caf prune` (and automatic pruning) keeps.
