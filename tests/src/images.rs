@@ -64,7 +64,7 @@ struct Inode {
 fn entry_dir(op: &Op) -> Option<&Path> {
     match op {
         Op::Mkdir { path } | Op::Create { path, .. } | Op::Unlink { path } => path.parent(),
-        Op::Rename { to, .. } => to.parent(),
+        Op::Rename { to, .. } | Op::Link { to, .. } => to.parent(),
         _ => None,
     }
 }
@@ -231,6 +231,10 @@ fn apply(
         }
         Op::Rename { from, to, ino } => {
             entries.remove(&under(base, from));
+            entries.insert(under(base, to), Node::File(*ino));
+            inodes.entry(*ino).or_default();
+        }
+        Op::Link { to, ino } => {
             entries.insert(under(base, to), Node::File(*ino));
             inodes.entry(*ino).or_default();
         }

@@ -15,7 +15,7 @@
 
 use crate::connection::AnyConnection;
 use crate::statement::Stmt;
-use caf_core::store::{write_atomic_in, Fs};
+use caf_core::store::{write_atomic_in, write_new_in, Fs};
 use caf_core::{Error, Result};
 use diesel::sql_types::Text;
 use diesel::{QueryResult, QueryableByName, RunQueryDsl};
@@ -57,30 +57,38 @@ pub(crate) fn sync_file_system<F: Fs>(fs: &F, dir: &Path) -> Result<()> {
 /// first time.
 pub(crate) fn store_id<F: Fs>(fs: &F, meta_dir: &Path) -> Result<String> {
     let path = meta_dir.join("store-id");
-    if let Ok(text) = std::fs::read_to_string(&path) {
+    let valid = |text: &str| {
         let id = text.trim();
-        if id.len() == 32 && id.bytes().all(|b| b.is_ascii_hexdigit()) {
-            return Ok(id.to_string());
-        }
+        (id.len() == 32 && id.bytes().all(|b| b.is_ascii_hexdigit())).then(|| id.to_string())
+    };
+    let existing = std::fs::read_to_string(&path);
+    if let Some(id) = existing.as_deref().ok().and_then(valid) {
+        return Ok(id);
     }
     fs.create_dir_all(meta_dir)
         .map_err(|e| Error::io(meta_dir, e))?;
-    let id = format!("{:016x}{:016x}", fastrand::u64(..), fastrand::u64(..));
-    write_atomic_in(
-        fs,
-        &path,
-        None,
-        format!("{id}\n").as_bytes(),
-        Default::default(),
-    )?;
+    let id = format!("{:016x}{:016x}\n", fastrand::u64(..), fastrand::u64(..));
+    if existing.is_ok() {
+        // Not an id (damaged by hand): replaced.
+        write_atomic_in(fs, &path, None, id.as_bytes(), Default::default())?;
+    } else {
+        // Linked into place, never renamed over: processes opening a new store together must
+        // all end up with one id (a replaced id would leave its writer's rows unchecked).
+        write_new_in(fs, &path, id.as_bytes(), Default::default())?;
+    }
     // `.caf/` itself must stay too: without its store id, the records of unflushed files
     // would name no directory after a power loss.
     if let Some(root) = meta_dir.parent().filter(|p| !p.as_os_str().is_empty()) {
         fs.sync_dir(root).map_err(|e| Error::io(root, e))?;
     }
-    // Another process may have made one meanwhile: the file decides.
+    // Another process may have made it first: the file decides.
     let text = std::fs::read_to_string(&path).map_err(|e| Error::io(&path, e))?;
-    Ok(text.trim().to_string())
+    valid(&text).ok_or_else(|| {
+        Error::io(
+            &path,
+            std::io::Error::new(std::io::ErrorKind::InvalidData, "not a store id"),
+        )
+    })
 }
 
 fn markers(meta_dir: &Path) -> PathBuf {
@@ -190,4 +198,44 @@ pub(crate) fn forget_earlier_boots(
         .text(store_id)
         .text(current)
         .execute(conn)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use caf_core::store::{OpKind, RealFs, TestFs};
+
+    /// Two writers open a new store: the first is held just before putting its id in place,
+    /// the second makes and places its own meanwhile. The first must not replace it.
+    #[test]
+    fn writers_opening_a_new_store_together_agree_on_its_id() {
+        let dir = tempfile::tempdir().unwrap();
+        let meta = dir.path().join(".caf");
+        let fs = TestFs::new();
+        let held = fs.pause(OpKind::HardLink, "store-id");
+        let first = std::thread::scope(|s| {
+            let first = s.spawn(|| store_id(&fs, &meta).unwrap());
+            held.wait_paused();
+            let second = store_id(&RealFs, &meta).unwrap();
+            held.resume();
+            let first = first.join().unwrap();
+            assert_eq!(first, second, "both writers use one id");
+            first
+        });
+        let on_disk = std::fs::read_to_string(meta.join("store-id")).unwrap();
+        assert_eq!(first, on_disk.trim(), "the id on disk");
+        let names: Vec<_> = std::fs::read_dir(&meta).unwrap().flatten().collect();
+        assert_eq!(names.len(), 1, "no temporary file is left: {names:?}");
+    }
+
+    #[test]
+    fn a_damaged_store_id_is_replaced() {
+        let dir = tempfile::tempdir().unwrap();
+        let meta = dir.path().join(".caf");
+        std::fs::create_dir_all(&meta).unwrap();
+        std::fs::write(meta.join("store-id"), "garbage\n").unwrap();
+        let id = store_id(&RealFs, &meta).unwrap();
+        assert_eq!(id.len(), 32);
+        assert_eq!(store_id(&RealFs, &meta).unwrap(), id, "kept once made");
+    }
 }

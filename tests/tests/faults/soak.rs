@@ -219,9 +219,6 @@ fn check_hybrid(dir: &Path, db: Option<String>, logs: &[Vec<String>]) {
 }
 
 #[test]
-#[ignore = "open bug since merging the fault tests with the I/O seam and group commit: after the \
-            storm `caf verify` finds 1-2 database rows without a file (saves of killed writers \
-            that never returned); see docs/reliability.md, Known limits"]
 fn soak_files_and_sqlite_with_kills() {
     let (count, kills) = sizes();
     let tmp = tempfile::tempdir().unwrap();

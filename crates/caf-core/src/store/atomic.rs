@@ -52,6 +52,32 @@ pub fn write_atomic_in<F: Fs>(
     stage_in(fs, target, temp_dir, bytes, options)?.publish()
 }
 
+/// Writes `bytes` to `target` if `target` does not exist yet, atomically: staged in `target`'s
+/// directory, then linked into place (`link(2)`, which never replaces a file), so that among
+/// processes racing to make the same file exactly one wins and every reader sees its bytes
+/// whole. Returns whether this call made the file (`false`: it existed, and is unchanged).
+/// When `options.durable`, the file and its directory are flushed.
+pub fn write_new_in<F: Fs>(
+    fs: &F,
+    target: &Path,
+    bytes: &[u8],
+    options: AtomicWriteOptions,
+) -> Result<bool> {
+    let staged = stage_in(fs, target, None, bytes, options)?;
+    match fs.hard_link(&staged.tmp.path, target) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => return Ok(false),
+        Err(e) => return Err(Error::io(target, e)),
+    }
+    // The temporary name goes (the file keeps its new one) before the directory is flushed.
+    let dir = staged.dir.clone();
+    drop(staged);
+    if options.durable {
+        sync_dir_in(fs, &dir)?;
+    }
+    Ok(true)
+}
+
 /// Writes `bytes` to a temporary file for `target` (flushed to disk if `options.durable`),
 /// without putting it in place yet: [`Staged::publish`] does that. A store that must record the
 /// write elsewhere first (a database commit) stages, commits, then publishes; dropping the

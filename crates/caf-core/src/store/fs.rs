@@ -39,6 +39,9 @@ pub trait Fs: sealed::Sealed + Clone + Send + Sync + std::fmt::Debug + 'static {
     fn sync_data(&self, file: &File, path: &Path) -> io::Result<()>;
     /// Renames `from` over `to` (atomic on POSIX).
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
+    /// Gives the file `from` the new name `to`, failing if `to` exists (`link(2)`): a file that
+    /// appears whole and is never replaced.
+    fn hard_link(&self, from: &Path, to: &Path) -> io::Result<()>;
     /// Removes a file.
     fn remove_file(&self, path: &Path) -> io::Result<()>;
     /// Flushes a directory's entries to disk (`fsync` of the directory).
@@ -110,6 +113,11 @@ impl Fs for RealFs {
     #[inline]
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
         std::fs::rename(from, to)
+    }
+
+    #[inline]
+    fn hard_link(&self, from: &Path, to: &Path) -> io::Result<()> {
+        std::fs::hard_link(from, to)
     }
 
     #[inline]

@@ -16,7 +16,7 @@ mod test_fs;
 
 pub use atomic::{
     make_spare, stage, stage_into_spare, sync_dir, sync_file_system, write_atomic, write_atomic_in,
-    AtomicWriteOptions, Staged, SPARE_PREFIX, TEMP_PREFIX,
+    write_new_in, AtomicWriteOptions, Staged, SPARE_PREFIX, TEMP_PREFIX,
 };
 pub use background::{AsyncStore, SaveMode};
 pub use file::{

@@ -336,6 +336,18 @@ impl Fs for TestFs {
         })
     }
 
+    fn hard_link(&self, from: &Path, to: &Path) -> io::Result<()> {
+        self.op(OpKind::HardLink, to, |_| {
+            let linked = ino(&std::fs::symlink_metadata(from)?);
+            std::fs::hard_link(from, to)?;
+            let op = Op::Link {
+                to: to.to_path_buf(),
+                ino: linked,
+            };
+            Ok(((), vec![op]))
+        })
+    }
+
     fn remove_file(&self, path: &Path) -> io::Result<()> {
         self.op(OpKind::RemoveFile, path, |_| {
             std::fs::remove_file(path)?;

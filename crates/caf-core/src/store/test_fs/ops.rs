@@ -24,6 +24,8 @@ pub enum OpKind {
     SyncData,
     /// `rename(2)`.
     Rename,
+    /// `link(2)`.
+    HardLink,
     /// `unlink(2)`.
     RemoveFile,
     /// `fsync` of a directory.
@@ -118,6 +120,13 @@ pub enum Op {
         /// The new name.
         to: PathBuf,
         /// The inode moved.
+        ino: u64,
+    },
+    /// The file `ino` got the new name `to` (which did not exist).
+    Link {
+        /// The new name.
+        to: PathBuf,
+        /// The inode linked.
         ino: u64,
     },
     /// The entry `path` was removed.
