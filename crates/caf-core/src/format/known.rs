@@ -115,6 +115,15 @@ pub fn decode_known_shared(
     }
 }
 
+/// Readies the helper thread of [`decode_known_shared`] for bytes of `len` about to be read
+/// (waking a thread takes longer than reading a file; see `hash_helper`). Nothing for bytes
+/// too small to be hashed beside the parse.
+pub fn prepare_shared(len: u64) {
+    if len >= PARALLEL_HASH_MIN_BYTES as u64 {
+        hash_helper::nudge();
+    }
+}
+
 /// The fast path of [`decode_known`] alone: `None` where it would fall back to [`decode`].
 pub fn fast_path(bytes: &[u8], limits: &Limits, expected_integrity: &str) -> Option<Decoded> {
     fast(bytes, None, limits, expected_integrity)

@@ -9,7 +9,9 @@ use super::index::{mtime_ns, Entry, Index};
 use super::{CheckpointStore, CheckpointSummary, DamagedCheckpoint, ListFilter};
 use crate::clock::Timestamp;
 use crate::error::{Error, Result};
-use crate::format::{decode, decode_known_shared, Checkpoint, Decoded, Encoder, Limits, LoadError};
+use crate::format::{
+    decode, decode_known_shared, prepare_shared, Checkpoint, Decoded, Encoder, Limits, LoadError,
+};
 use crate::id::{check_id, CheckpointId, ExecutionId};
 use crate::redact::{RedactionRules, Redactor};
 use std::borrow::Cow;
@@ -97,7 +99,14 @@ fn read_known_checkpoint_file_in<F: Fs>(
     limits: &Limits,
     known_integrity: Option<&str>,
 ) -> Result<Decoded> {
-    let bytes = Arc::new(read_regular_file_in(fs, path, limits.max_bytes)?);
+    // A file the fast path may hash beside its parse: the helper thread is woken while it is
+    // read.
+    let ready = |len| {
+        if known_integrity.is_some() {
+            prepare_shared(len);
+        }
+    };
+    let bytes = Arc::new(read_regular_file_then(fs, path, limits.max_bytes, ready)?);
     match known_integrity {
         Some(known) => decode_known_shared(&bytes, limits, known),
         None => decode(&bytes, limits),
@@ -115,6 +124,17 @@ pub fn read_regular_file(path: &Path, max_bytes: u64) -> Result<Vec<u8>> {
 
 /// [`read_regular_file`] through `fs`.
 pub(crate) fn read_regular_file_in<F: Fs>(fs: &F, path: &Path, max_bytes: u64) -> Result<Vec<u8>> {
+    read_regular_file_then(fs, path, max_bytes, |_| {})
+}
+
+/// [`read_regular_file_in`], calling `before_read` with the file's size once it is known to be
+/// a regular file within `max_bytes`, before its bytes are read.
+fn read_regular_file_then<F: Fs>(
+    fs: &F,
+    path: &Path,
+    max_bytes: u64,
+    before_read: impl FnOnce(u64),
+) -> Result<Vec<u8>> {
     let meta = std::fs::symlink_metadata(path).map_err(|e| Error::io(path, e))?;
     let ft = meta.file_type();
     if !ft.is_file() {
@@ -140,6 +160,7 @@ pub(crate) fn read_regular_file_in<F: Fs>(fs: &F, path: &Path, max_bytes: u64) -
     if meta.len() > max_bytes {
         return Err(too_large(meta.len()));
     }
+    before_read(meta.len());
     let file = fs.open_read(path).map_err(|e| Error::io(path, e))?;
     let opened = file.metadata().map_err(|e| Error::io(path, e))?;
     if !same_file(&meta, &opened) {
