@@ -15,12 +15,6 @@ mod target;
 
 use std::process::ExitCode;
 
-/// mimalloc rather than the system's allocator: a checkpoint's save and restore allocate and
-/// free many small strings and maps, and glibc's allocator took about a fifth of a restore's
-/// parse (see docs/benchmarks.md).
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 /// A failure the CLI reports: one line on stderr and an exit code.
 #[derive(Debug)]
 pub enum Failure {

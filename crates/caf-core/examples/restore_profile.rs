@@ -18,10 +18,6 @@ use caf_core::{
 };
 use std::time::{Duration, Instant};
 
-/// As the `caf` binary does (see its `main.rs`).
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 /// The checkpoint after `steps` steps of the agent-run workload.
 fn agent_run(steps: usize) -> caf_core::Checkpoint {
     let manager = CheckpointManager::new(MemoryStore::new());
