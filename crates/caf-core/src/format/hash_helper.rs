@@ -225,7 +225,10 @@ mod tests {
         nudge();
         nudge();
         std::thread::sleep(SPIN / 2);
-        assert_eq!(start(&bytes, 10..20).finish(), digest(&[&bytes[..10], &bytes[20..]]));
+        assert_eq!(
+            start(&bytes, 10..20).finish(),
+            digest(&[&bytes[..10], &bytes[20..]])
+        );
     }
 
     #[test]

@@ -278,6 +278,9 @@ impl<F: Fs> Index<F> {
         read_to_end(&self.fs, &log.file, &log.path, &mut buf, u64::MAX).map_err(io(&log.path))?;
         // Only whole lines: a writer may be half-way through one.
         let Some(end) = buf.iter().rposition(|&b| b == b'\n') else {
+            if replaced {
+                self.reapply_pending();
+            }
             return Ok(());
         };
         let mut snapshot = IndexSnapshot {
@@ -485,6 +488,52 @@ mod tests {
         assert_eq!(ids, ["ckpt_b"]);
         snapshot.apply(&whole[..whole.len() - 3]);
         assert_eq!(snapshot.entries.len(), 1, "a torn line alone is skipped");
+    }
+
+    /// A record that could not be appended (the disk was full) is kept pending; when another
+    /// process replaces the log meanwhile, the record still holds after reading the new log,
+    /// whatever the new log holds: whole lines, or only the start of one.
+    #[test]
+    fn pending_records_outlive_a_replaced_log() {
+        for new_log in [
+            put_line("ckpt_z"),
+            put_line("ckpt_z")[..30].to_vec(),
+            Vec::new(),
+        ] {
+            let dir = tempfile::tempdir().unwrap();
+            let meta = dir.path().join(".caf");
+            let fs = crate::store::TestFs::new();
+            let mut index = Index::open(fs.clone(), &meta);
+            fs.arm(1, crate::store::Fault::NoSpace, true);
+            let c = Checkpoint::new(
+                CheckpointId::new("ckpt_p").unwrap(),
+                ExecutionId::new("exec_a").unwrap(),
+                "agent",
+                Timestamp::now(),
+                CheckpointReason::Manual,
+            );
+            index.put(Entry {
+                summary: CheckpointSummary::of(&c, 10),
+                mtime_ns: 1,
+                integrity: None,
+            });
+            fs.disarm();
+            // Another process compacts the log: a new file in its place.
+            let log = meta.join("index.jsonl");
+            let tmp = meta.join("index.new");
+            let mut bytes = new_log.clone();
+            if new_log.len() > 30 {
+                bytes.push(b'\n');
+            }
+            std::fs::write(&tmp, &bytes).unwrap();
+            std::fs::rename(&tmp, &log).unwrap();
+            index.refresh().unwrap();
+            assert!(
+                index.entries.contains_key(&c.id),
+                "the pending record is lost after a log of {} bytes",
+                bytes.len()
+            );
+        }
     }
 
     #[test]
