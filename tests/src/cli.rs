@@ -197,6 +197,11 @@ impl Out {
 /// captured, and checks what every run must satisfy: it exits (within a minute, else it is killed
 /// and this panics), prints no ANSI escape codes and does not panic.
 pub fn run_caf(cwd: &Path, args: &[&str], envs: &[(&str, &str)]) -> Out {
+    run_caf_within(cwd, args, envs, TIMEOUT)
+}
+
+/// [`run_caf`] with its own time limit (a command over a very large store).
+pub fn run_caf_within(cwd: &Path, args: &[&str], envs: &[(&str, &str)], limit: Duration) -> Out {
     let mut cmd = Command::new(caf_bin());
     cmd.current_dir(cwd)
         .args(args)
@@ -231,7 +236,7 @@ pub fn run_caf(cwd: &Path, args: &[&str], envs: &[(&str, &str)]) -> Out {
         let mut v = Vec::new();
         std::io::Read::read_to_end(&mut se, &mut v).map(|_| v)
     });
-    let deadline = Instant::now() + TIMEOUT;
+    let deadline = Instant::now() + limit;
     let mut pause = Duration::from_micros(200);
     let status = loop {
         if let Some(status) = child.try_wait().unwrap() {
@@ -240,7 +245,7 @@ pub fn run_caf(cwd: &Path, args: &[&str], envs: &[(&str, &str)]) -> Out {
         if Instant::now() > deadline {
             let _ = child.kill();
             let _ = child.wait();
-            panic!("{what}: still running after {TIMEOUT:?} (killed)");
+            panic!("{what}: still running after {limit:?} (killed)");
         }
         std::thread::sleep(pause);
         pause = (pause * 2).min(Duration::from_millis(10));

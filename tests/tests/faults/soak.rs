@@ -10,7 +10,7 @@ use crate::sql_common::{pg_base, pg_database};
 use caf_core::format::{decode, encode, Limits};
 use caf_core::{CheckpointId, CheckpointManager, ExecutionId};
 use caf_sql::{Access, Location, Store};
-use caf_tests::cli::{run_caf, s};
+use caf_tests::cli::{run_caf, run_caf_within, s};
 use std::collections::BTreeSet;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -19,9 +19,14 @@ use std::time::{Duration, Instant};
 
 const WRITERS: usize = 8;
 
+/// Whether `CAF_SOAK_LONG` asks for the long variant.
+fn long() -> bool {
+    std::env::var_os("CAF_SOAK_LONG").is_some_and(|v| !v.is_empty() && v != "0")
+}
+
 /// Checkpoints per writer, and kills in all (the long variant with `CAF_SOAK_LONG`).
 fn sizes() -> (usize, usize) {
-    if std::env::var_os("CAF_SOAK_LONG").is_some_and(|v| !v.is_empty() && v != "0") {
+    if long() {
         (2500, 500)
     } else {
         (250, 50)
@@ -203,7 +208,11 @@ fn check_hybrid(dir: &Path, db: Option<String>, logs: &[Vec<String>]) {
         args.extend(["--db", db.as_str()]);
     }
     args.extend(["--json", "verify"]);
-    let report = run_caf(dir.parent().unwrap(), &args, &[]).ok().json();
+    // The long variant's store holds some 20 GB of checkpoints to read and compare.
+    let limit = Duration::from_secs(if long() { 3600 } else { 120 });
+    let report = run_caf_within(dir.parent().unwrap(), &args, &[], limit)
+        .ok()
+        .json();
     assert_eq!(
         report["problems"].as_array().map(Vec::len),
         Some(0),
