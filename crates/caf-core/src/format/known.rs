@@ -118,7 +118,7 @@ pub fn decode_known_shared(
 /// Readies the helper thread of [`decode_known_shared`] for bytes of `len` about to be read
 /// (waking a thread takes longer than reading a file; see `hash_helper`). Nothing for bytes
 /// too small to be hashed beside the parse.
-pub fn prepare_shared(len: u64) {
+pub(crate) fn prepare_shared(len: u64) {
     if len >= PARALLEL_HASH_MIN_BYTES as u64 {
         hash_helper::nudge();
     }

@@ -24,9 +24,8 @@ pub use codec::{
 pub use encoder::Encoder;
 pub use error::{EncodeError, LoadError, Violation};
 pub use integrity::of_value as integrity_of;
-pub use known::{
-    decode_known, decode_known_shared, fast_path, prepare_shared, PARALLEL_HASH_MIN_BYTES,
-};
+pub(crate) use known::prepare_shared;
+pub use known::{decode_known, decode_known_shared, fast_path, PARALLEL_HASH_MIN_BYTES};
 pub(crate) use model::present;
 pub use model::{
     is_snake_word, BadReason, Branch, Checkpoint, CheckpointReason, CompletedStep, Context,
