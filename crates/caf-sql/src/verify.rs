@@ -244,9 +244,9 @@ impl VerifyReport {
     }
 }
 
-/// A checkpoint file that loads.
+/// A checkpoint file that loads (its checkpoint is compared with the database, then dropped: a
+/// store may hold far more checkpoints than fit in memory).
 struct GoodFile {
-    checkpoint: Checkpoint,
     summary: CheckpointSummary,
     /// The checksum the file states, when it is in the current format.
     stated: Option<String>,
@@ -256,7 +256,7 @@ struct GoodFile {
 
 /// What one checkpoint file is.
 enum FileState {
-    Good(Box<GoodFile>),
+    Good(Box<(GoodFile, Checkpoint)>),
     Bad(Finding),
 }
 
@@ -342,12 +342,51 @@ fn check_file(id: &CheckpointId, path: &Path, limits: &Limits) -> FileState {
             .ok()
             .and_then(|b| stated_integrity(&b))
     });
-    FileState::Good(Box::new(GoodFile {
+    let good = GoodFile {
         summary: CheckpointSummary::of(&decoded.checkpoint, bytes.len() as u64),
-        checkpoint: decoded.checkpoint,
         stated,
         expected,
-    }))
+    };
+    FileState::Good(Box::new((good, decoded.checkpoint)))
+}
+
+/// How the database's copy of a file that loads differs from it, if it does: no row, another
+/// version, other content, or a copy that does not load.
+fn compare_row(
+    db: &SqlStore,
+    checksums: &std::collections::HashMap<CheckpointId, String>,
+    id: &CheckpointId,
+    g: &GoodFile,
+    checkpoint: &Checkpoint,
+) -> Result<Option<Finding>> {
+    let finding = match checksums.get(id) {
+        None => Finding::new(FindingKind::MissingRow, id, "the database lacks it"),
+        Some(stored) if Some(stored) != g.expected.as_ref() => Finding::new(
+            FindingKind::RowDiffers,
+            id,
+            format!(
+                "the database holds another version (checksum {stored}, the file's {})",
+                g.expected.as_deref().unwrap_or("unknown")
+            ),
+        ),
+        Some(_) => match db.load_checkpoint(id) {
+            Ok(c) if &c == checkpoint => return Ok(None),
+            Ok(_) => Finding::new(
+                FindingKind::RowDiffers,
+                id,
+                "the database's rows load other content than the file holds",
+            ),
+            Err(e @ (SqlError::Corrupt { .. } | SqlError::NotFound { .. } | SqlError::Core(_))) => {
+                Finding::new(
+                    FindingKind::RowDamaged,
+                    id,
+                    format!("the database's copy does not load: {e}"),
+                )
+            }
+            Err(e) => return Err(e.into()),
+        },
+    };
+    Ok(Some(finding))
 }
 
 /// Checks the store in `dir` — every checkpoint file, the index as it is on disk, and, with
@@ -363,12 +402,19 @@ pub fn verify(dir: &Path, db: Option<&SqlStore>) -> Result<VerifyReport> {
     caf_core::store::refuse_linked_internals(&dir.join(".caf"))?;
     let limits = Limits::default();
     let paths = checkpoint_files(dir)?;
+    let checksums = db.map(SqlStore::checksums).transpose()?;
     let mut good: BTreeMap<CheckpointId, GoodFile> = BTreeMap::new();
     let mut problems = Vec::new();
     for (id, path) in &paths {
         match check_file(id, path, &limits) {
             FileState::Good(g) => {
-                good.insert(id.clone(), *g);
+                let (g, checkpoint) = *g;
+                if let (Some(db), Some(checksums)) = (db, &checksums) {
+                    if let Some(f) = compare_row(db, checksums, id, &g, &checkpoint)? {
+                        problems.push(f);
+                    }
+                }
+                good.insert(id.clone(), g);
             }
             FileState::Bad(f) => problems.push(f),
         }
@@ -407,44 +453,8 @@ pub fn verify(dir: &Path, db: Option<&SqlStore>) -> Result<VerifyReport> {
     }
 
     let mut rows = None;
-    if let Some(db) = db {
-        let checksums = db.checksums()?;
+    if let (Some(db), Some(checksums)) = (db, &checksums) {
         rows = Some(checksums.len() as u64);
-        for (id, g) in &good {
-            match checksums.get(id) {
-                None => problems.push(Finding::new(
-                    FindingKind::MissingRow,
-                    id,
-                    "the database lacks it",
-                )),
-                Some(stored) if Some(stored) != g.expected.as_ref() => problems.push(Finding::new(
-                    FindingKind::RowDiffers,
-                    id,
-                    format!(
-                        "the database holds another version (checksum {stored}, the file's {})",
-                        g.expected.as_deref().unwrap_or("unknown")
-                    ),
-                )),
-                Some(_) => match db.load_checkpoint(id) {
-                    Ok(c) if c == g.checkpoint => {}
-                    Ok(_) => problems.push(Finding::new(
-                        FindingKind::RowDiffers,
-                        id,
-                        "the database's rows load other content than the file holds",
-                    )),
-                    Err(
-                        e @ (SqlError::Corrupt { .. }
-                        | SqlError::NotFound { .. }
-                        | SqlError::Core(_)),
-                    ) => problems.push(Finding::new(
-                        FindingKind::RowDamaged,
-                        id,
-                        format!("the database's copy does not load: {e}"),
-                    )),
-                    Err(e) => return Err(e.into()),
-                },
-            }
-        }
         let mut extra: Vec<&CheckpointId> = checksums
             .keys()
             .filter(|id| !paths.contains_key(*id))
