@@ -98,7 +98,7 @@ fn may_be_absorbed(fired: &Fired) -> bool {
         .unwrap_or("");
     match fired.op {
         // A spare file that cannot be opened is replaced by a new temporary file.
-        OpKind::OpenTruncate => name.starts_with(".caf-spare-"),
+        OpKind::OpenTruncate => name.starts_with(caf_core::store::SPARE_PREFIX),
         // A load reads the index log's new tail only to take the fast path.
         OpKind::Read => name == "index.jsonl",
         // The index is a cache: a record it cannot append (or open its log for) is kept and
@@ -108,21 +108,12 @@ fn may_be_absorbed(fired: &Fired) -> bool {
     }
 }
 
-/// The errno an injected fault fails with.
-fn errno(fault: Fault) -> i32 {
-    match fault {
-        Fault::Eio => 5,
-        Fault::NoSpace => 28,
-        Fault::Denied | Fault::ShortWrite => 13,
-    }
-}
-
 /// Whether the error, or one of its sources, is the injected I/O error.
 fn is_injected(e: &caf_core::Error, fault: Fault) -> bool {
     let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
     while let Some(s) = source {
         if let Some(io) = s.downcast_ref::<std::io::Error>() {
-            if io.raw_os_error() == Some(errno(fault)) {
+            if io.raw_os_error() == fault.error().raw_os_error() {
                 return true;
             }
         }

@@ -29,21 +29,27 @@ fn agent_run(steps: usize) -> caf_core::Checkpoint {
     manager.checkpoint(&mut state, options).unwrap()
 }
 
-/// Microseconds per call of `f`: the median and the best of 20 batches of `n / 20` calls (the
-/// best is what an idle machine gives; the median, what this one gave).
-fn per_call(n: usize, mut f: impl FnMut()) -> String {
-    let batch = (n / 20).max(1);
-    let mut means: Vec<f64> = (0..20)
+/// Microseconds per call of `f`: the median and the best of `batches` batches of `each` calls,
+/// each batch started after `pause` (the best is what an idle machine gives; the median, what
+/// this one gave).
+fn timed(batches: usize, each: usize, pause: Duration, mut f: impl FnMut()) -> String {
+    let mut means: Vec<f64> = (0..batches.max(1))
         .map(|_| {
+            std::thread::sleep(pause);
             let start = Instant::now();
-            for _ in 0..batch {
+            for _ in 0..each {
                 f();
             }
-            start.elapsed().as_secs_f64() * 1e6 / batch as f64
+            start.elapsed().as_secs_f64() * 1e6 / each as f64
         })
         .collect();
     means.sort_by(f64::total_cmp);
-    format!("{:.0} µs (best batch {:.0} µs)", means[10], means[0])
+    format!("{:.0} µs (best {:.0} µs)", means[means.len() / 2], means[0])
+}
+
+/// [`timed`] in 20 batches of `n / 20` calls, back to back.
+fn per_call(n: usize, f: impl FnMut()) -> String {
+    timed(20, (n / 20).max(1), Duration::ZERO, f)
 }
 
 fn main() {
@@ -84,18 +90,9 @@ fn main() {
         println!("FileStore::latest (read, fast path):  {latest}");
         // As a program restores: once, after doing something else (the helper thread that
         // hashes beside the parse is asleep then, and is woken before the file is read).
-        let mut idle: Vec<f64> = (0..n / 4)
-            .map(|_| {
-                std::thread::sleep(Duration::from_micros(200));
-                let start = Instant::now();
-                std::hint::black_box(store.latest(&c.execution_id).unwrap().unwrap());
-                start.elapsed().as_secs_f64() * 1e6
-            })
-            .collect();
-        idle.sort_by(f64::total_cmp);
-        println!(
-            "the same after 200 µs idle each:      {:.0} µs",
-            idle[idle.len() / 2]
-        );
+        let idle = timed(n / 4, 1, Duration::from_micros(200), || {
+            std::hint::black_box(store.latest(&c.execution_id).unwrap().unwrap());
+        });
+        println!("the same after 200 µs idle each:      {idle}");
     }
 }

@@ -9,7 +9,7 @@
 //! Every operation goes through the store's [`Fs`] (the real file system unless a test says
 //! otherwise); the public functions here use the real one.
 
-use super::fs::{write_all, Fs, RealFs};
+use super::fs::{parent_dir, same_file, write_all, Fs, RealFs};
 use crate::error::{Error, Result};
 use std::fs::{File, Metadata};
 use std::path::{Path, PathBuf};
@@ -168,18 +168,6 @@ pub(crate) fn stage_into_spare_in<F: Fs>(
     Some(fill(tmp, target, parent_dir(target), bytes, options))
 }
 
-/// Whether `a` (from `symlink_metadata`) and `b` (of an open file) are the same regular file.
-#[cfg(unix)]
-fn same_file(a: &Metadata, b: &Metadata) -> bool {
-    use std::os::unix::fs::MetadataExt;
-    a.dev() == b.dev() && a.ino() == b.ino() && b.is_file()
-}
-
-#[cfg(not(unix))]
-fn same_file(_a: &Metadata, b: &Metadata) -> bool {
-    b.is_file()
-}
-
 /// Whether the file has another name too (a hard link planted in place of a spare file).
 #[cfg(unix)]
 fn linked_elsewhere(m: &Metadata) -> bool {
@@ -200,15 +188,6 @@ pub fn make_spare(dir: &Path) -> Result<PathBuf> {
 /// [`make_spare`] through `fs`.
 pub(crate) fn make_spare_in<F: Fs>(fs: &F, dir: &Path) -> Result<PathBuf> {
     Ok(TempFile::create(fs, dir, SPARE_PREFIX)?.keep())
-}
-
-/// The directory of `target` (`.` for a bare name).
-fn parent_dir(target: &Path) -> PathBuf {
-    target
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."))
-        .to_path_buf()
 }
 
 /// How spare files are named (stale-file cleaning gives them longer).

@@ -54,9 +54,12 @@ impl std::str::FromStr for SaveMode {
 /// How many encoded saves may wait for the writer before `save` waits too.
 const QUEUE: usize = 256;
 
+/// A checkpoint to write, with its encoding when the caller made it.
+type Job = (Checkpoint, Option<Vec<u8>>);
+
 struct Queue {
     /// Checkpoints to write, with their encoding when the caller made it.
-    jobs: VecDeque<(Checkpoint, Option<Vec<u8>>)>,
+    jobs: VecDeque<Job>,
     /// The writer is writing a job it took off the queue.
     busy: bool,
     /// The first failed save, not yet reported.
@@ -143,21 +146,43 @@ impl<S: CheckpointStore + 'static> AsyncStore<S> {
     /// copy: the hand-over LangGraph's `durability="async"` makes.
     pub fn save_owned(&self, checkpoint: Checkpoint) -> Result<CheckpointId> {
         let id = checkpoint.id.clone();
+        match self.room()? {
+            Some(q) => self.enqueue(q, (checkpoint, None)),
+            None => return self.shared.store.save(&checkpoint).map(|_| id),
+        }
+        Ok(id)
+    }
+
+    /// Waits for room in the queue, first reporting a write that failed since the last call.
+    /// `None` when there is no writer thread: the caller writes on its own thread.
+    fn room(&self) -> Result<Option<MutexGuard<'_, Queue>>> {
         let mut q = self.shared.lock();
         if let Some(e) = q.error.take() {
             return Err(e);
         }
+        if self.writer.is_none() {
+            return Ok(None);
+        }
         while q.jobs.len() >= QUEUE {
             q = self.shared.done.wait(q).unwrap_or_else(|p| p.into_inner());
         }
-        if self.writer.is_none() {
-            drop(q);
-            return self.shared.store.save(&checkpoint).map(|_| id);
-        }
-        q.jobs.push_back((checkpoint, None));
+        Ok(Some(q))
+    }
+
+    /// Queues a job for the writer thread.
+    fn enqueue(&self, mut q: MutexGuard<'_, Queue>, job: Job) {
+        q.jobs.push_back(job);
         drop(q);
         self.shared.work.notify_one();
-        Ok(id)
+    }
+
+    /// Waits until the queue is empty and the writer idle.
+    fn idle(&self) -> MutexGuard<'_, Queue> {
+        let mut q = self.shared.lock();
+        while !q.jobs.is_empty() || q.busy {
+            q = self.shared.done.wait(q).unwrap_or_else(|p| p.into_inner());
+        }
+        q
     }
 
     /// The inner store (reading it directly does not wait for the queue).
@@ -167,20 +192,13 @@ impl<S: CheckpointStore + 'static> AsyncStore<S> {
 
     /// Waits until every save made so far is written; returns a failed one, if any.
     pub fn flush(&self) -> Result<()> {
-        let mut q = self.shared.lock();
-        while !q.jobs.is_empty() || q.busy {
-            q = self.shared.done.wait(q).unwrap_or_else(|p| p.into_inner());
-        }
-        q.error.take().map_or(Ok(()), Err)
+        self.idle().error.take().map_or(Ok(()), Err)
     }
 
     /// Waits until every save made so far is written, leaving a failed one to be reported by
     /// the next call (reading the inner store directly after this sees every save).
     pub fn wait_idle(&self) {
-        let mut q = self.shared.lock();
-        while !q.jobs.is_empty() || q.busy {
-            q = self.shared.done.wait(q).unwrap_or_else(|p| p.into_inner());
-        }
+        drop(self.idle());
     }
 
     /// [`flush`](Self::flush), then the inner store.
@@ -250,21 +268,11 @@ impl<S: CheckpointStore + 'static> CheckpointStore for AsyncStore<S> {
                 error,
             })?;
         let summary = CheckpointSummary::of(checkpoint, bytes.len() as u64);
-        let mut q = self.shared.lock();
-        if let Some(e) = q.error.take() {
-            return Err(e);
-        }
-        while q.jobs.len() >= QUEUE {
-            q = self.shared.done.wait(q).unwrap_or_else(|p| p.into_inner());
-        }
-        if self.writer.is_none() {
+        match self.room()? {
+            Some(q) => self.enqueue(q, (checkpoint.clone(), Some(bytes))),
             // No thread could be started: write on the caller's thread.
-            drop(q);
-            return self.shared.store.save_encoded(checkpoint, &bytes);
+            None => return self.shared.store.save_encoded(checkpoint, &bytes),
         }
-        q.jobs.push_back((checkpoint.clone(), Some(bytes)));
-        drop(q);
-        self.shared.work.notify_one();
         Ok(summary)
     }
 

@@ -4,7 +4,7 @@ use super::atomic::{
     make_spare_in, stage_in, stage_into_spare_in, sync_dir_in, AtomicWriteOptions, Placed, Staged,
     SPARE_PREFIX, TEMP_PREFIX,
 };
-use super::fs::{create_dir_durable, read_to_end, Fs, RealFs};
+use super::fs::{create_dir_durable, read_to_end, same_file, Fs, RealFs};
 use super::index::{mtime_ns, Entry, Index};
 use super::{CheckpointStore, CheckpointSummary, DamagedCheckpoint, ListFilter};
 use crate::clock::Timestamp;
@@ -177,17 +177,6 @@ fn read_regular_file_then<F: Fs>(
         return Err(too_large(bytes.len() as u64));
     }
     Ok(bytes)
-}
-
-#[cfg(unix)]
-fn same_file(a: &std::fs::Metadata, b: &std::fs::Metadata) -> bool {
-    use std::os::unix::fs::MetadataExt;
-    a.dev() == b.dev() && a.ino() == b.ino() && b.is_file()
-}
-
-#[cfg(not(unix))]
-fn same_file(_a: &std::fs::Metadata, b: &std::fs::Metadata) -> bool {
-    b.is_file()
 }
 
 /// The entries of `DIR/.caf/` that caf writes: none may be a symbolic link, which could point

@@ -10,7 +10,7 @@
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 pub(crate) mod sealed {
     /// Only caf's own implementations of [`super::Fs`] exist.
@@ -212,13 +212,31 @@ pub(crate) fn create_dir_durable<F: Fs>(fs: &F, dir: &Path) -> io::Result<()> {
         .collect();
     fs.create_dir_all(dir)?;
     for made in missing.iter().rev() {
-        let parent = made
-            .parent()
-            .filter(|p| !p.as_os_str().is_empty())
-            .unwrap_or(Path::new("."));
-        fs.sync_dir(parent)?;
+        fs.sync_dir(&parent_dir(made))?;
     }
     Ok(())
+}
+
+/// The directory of `target` (`.` for a bare name).
+pub(crate) fn parent_dir(target: &Path) -> PathBuf {
+    target
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."))
+        .to_path_buf()
+}
+
+/// Whether `a` (from `symlink_metadata`) and `b` (of an open file) are the same regular file:
+/// nothing swapped the name between the check and the open.
+#[cfg(unix)]
+pub(crate) fn same_file(a: &std::fs::Metadata, b: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    a.dev() == b.dev() && a.ino() == b.ino() && b.is_file()
+}
+
+#[cfg(not(unix))]
+pub(crate) fn same_file(_a: &std::fs::Metadata, b: &std::fs::Metadata) -> bool {
+    b.is_file()
 }
 
 #[cfg(test)]

@@ -247,15 +247,29 @@ impl<F: Fs> Index<F> {
     }
 
     /// Reads what other writers appended since the last read (or everything, if the log was
-    /// replaced).
+    /// replaced: then the records not yet appended are applied again on top).
     pub fn refresh(&mut self) -> Result<()> {
-        let Some(log) = &mut self.log else {
+        if !self.read_log()? {
             return Ok(());
+        }
+        let pending = match &mut self.log {
+            Some(log) if !log.pending.is_empty() => std::mem::take(&mut log.pending),
+            _ => return Ok(()),
         };
-        let meta = match std::fs::metadata(&log.path) {
-            Ok(m) => m,
-            Err(e) => return Err(Error::io(&log.path, e)),
+        self.apply_lines(&pending);
+        if let Some(log) = &mut self.log {
+            log.pending = pending;
+        }
+        Ok(())
+    }
+
+    /// Reads the whole lines appended to the log since the last read; whether the log had been
+    /// replaced (it is then read from its start, into an emptied index).
+    fn read_log(&mut self) -> Result<bool> {
+        let Some(log) = &mut self.log else {
+            return Ok(false);
         };
+        let meta = std::fs::metadata(&log.path).map_err(io(&log.path))?;
         let replaced = identity(&meta) != log.identity;
         if replaced {
             log.file = Self::open_append(&self.fs, &log.path)?;
@@ -266,10 +280,7 @@ impl<F: Fs> Index<F> {
             self.damaged.clear();
         }
         if meta.len() <= log.offset {
-            if replaced {
-                self.reapply_pending();
-            }
-            return Ok(());
+            return Ok(replaced);
         }
         let mut buf = Vec::new();
         (&log.file)
@@ -277,44 +288,30 @@ impl<F: Fs> Index<F> {
             .map_err(io(&log.path))?;
         read_to_end(&self.fs, &log.file, &log.path, &mut buf, u64::MAX).map_err(io(&log.path))?;
         // Only whole lines: a writer may be half-way through one.
-        let Some(end) = buf.iter().rposition(|&b| b == b'\n') else {
-            if replaced {
-                self.reapply_pending();
+        if let Some(end) = buf.iter().rposition(|&b| b == b'\n') {
+            log.offset += end as u64 + 1;
+            let lines = self.apply_lines(&buf[..end]);
+            if let Some(log) = &mut self.log {
+                log.lines += lines;
             }
-            return Ok(());
-        };
-        let mut snapshot = IndexSnapshot {
-            entries: std::mem::take(&mut self.entries),
-            damaged: std::mem::take(&mut self.damaged),
-        };
-        for line in buf[..end].split(|&b| b == b'\n') {
-            log.lines += 1;
-            snapshot.apply(line);
         }
-        self.entries = snapshot.entries;
-        self.damaged = snapshot.damaged;
-        log.offset += end as u64 + 1;
-        if replaced {
-            self.reapply_pending();
-        }
-        Ok(())
+        Ok(replaced)
     }
 
-    /// After the log was replaced and read again: the records not yet appended still hold.
-    fn reapply_pending(&mut self) {
-        let Some(log) = &self.log else { return };
-        if log.pending.is_empty() {
-            return;
-        }
+    /// Applies records, one per line, to the index in memory; how many lines there were.
+    fn apply_lines(&mut self, lines: &[u8]) -> usize {
         let mut snapshot = IndexSnapshot {
             entries: std::mem::take(&mut self.entries),
             damaged: std::mem::take(&mut self.damaged),
         };
-        for line in log.pending.split(|&b| b == b'\n') {
+        let mut count = 0;
+        for line in lines.split(|&b| b == b'\n') {
+            count += 1;
             snapshot.apply(line);
         }
         self.entries = snapshot.entries;
         self.damaged = snapshot.damaged;
+        count
     }
 
     /// Appends `records` to the log (after any still pending). The in-memory index already

@@ -16,7 +16,7 @@ mod pause;
 pub use ops::{Fault, Fired, Hook, Op, OpKind, Record};
 pub use pause::Pause;
 
-use super::fs::{new_file_options, Fs};
+use super::fs::{Fs, RealFs};
 use std::fs::File;
 use std::io::{self, Read, Seek, Write};
 use std::path::Path;
@@ -92,11 +92,6 @@ impl TestFs {
         let mut st = self.lock();
         st.armed = None;
         st.fired.take()
-    }
-
-    /// The first operation failed since [`TestFs::arm`], if any (still armed).
-    pub fn fired(&self) -> Option<Fired> {
-        self.lock().fired.clone()
     }
 
     /// Starts recording every operation that changes the file system, calling `hook` (if any)
@@ -207,10 +202,6 @@ fn ino(_meta: &std::fs::Metadata) -> u64 {
     0
 }
 
-fn mtime_ns(file: &File) -> io::Result<i64> {
-    Ok(super::index::mtime_ns(&file.metadata()?))
-}
-
 impl Fs for TestFs {
     fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
         self.op(OpKind::CreateDir, dir, |_| {
@@ -234,7 +225,7 @@ impl Fs for TestFs {
 
     fn create_new(&self, path: &Path) -> io::Result<File> {
         self.op(OpKind::CreateNew, path, |_| {
-            let file = new_file_options().open(path)?;
+            let file = RealFs.create_new(path)?;
             let meta = file.metadata()?;
             let op = Op::Create {
                 path: path.to_path_buf(),
@@ -247,10 +238,7 @@ impl Fs for TestFs {
 
     fn open_truncate(&self, path: &Path) -> io::Result<File> {
         self.op(OpKind::OpenTruncate, path, |_| {
-            let file = std::fs::OpenOptions::new()
-                .write(true)
-                .truncate(true)
-                .open(path)?;
+            let file = RealFs.open_truncate(path)?;
             let meta = file.metadata()?;
             let op = Op::Truncate {
                 ino: ino(&meta),
@@ -263,11 +251,7 @@ impl Fs for TestFs {
     fn open_append(&self, path: &Path) -> io::Result<File> {
         self.op(OpKind::OpenAppend, path, |_| {
             let existed = std::fs::symlink_metadata(path).is_ok();
-            let file = std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .read(true)
-                .open(path)?;
+            let file = RealFs.open_append(path)?;
             let mut ops = Vec::new();
             if !existed {
                 let meta = file.metadata()?;
@@ -297,11 +281,12 @@ impl Fs for TestFs {
             let n = f.write(&buf[..len])?;
             // After a write (appending or not), the position is just past what it wrote.
             let end = f.stream_position()?;
+            let meta = file.metadata()?;
             let op = Op::Write {
-                ino: ino(&file.metadata()?),
+                ino: ino(&meta),
                 offset: end - n as u64,
                 bytes: buf[..n].to_vec(),
-                mtime_ns: mtime_ns(file)?,
+                mtime_ns: super::index::mtime_ns(&meta),
             };
             Ok((n, vec![op]))
         })

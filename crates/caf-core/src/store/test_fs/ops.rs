@@ -52,7 +52,8 @@ impl Fault {
     /// Every fault.
     pub const ALL: [Fault; 4] = [Fault::Eio, Fault::NoSpace, Fault::Denied, Fault::ShortWrite];
 
-    pub(super) fn error(self) -> io::Error {
+    /// The error an operation this fault fails returns (an `errno` on Unix).
+    pub fn error(self) -> io::Error {
         let (errno, kind) = match self {
             Fault::Eio => (5, io::ErrorKind::Other),
             Fault::NoSpace => (28, io::ErrorKind::StorageFull),
