@@ -215,4 +215,44 @@ mod tests {
             rx.recv_timeout(std::time::Duration::from_secs(10)).unwrap();
         });
     }
+
+    /// Records of pruned checkpoints are written as saves are: in the writer's turn, then
+    /// flushed (with `synchronous = NORMAL` a write outside group commit would not be on disk
+    /// when it returns).
+    #[test]
+    fn pruning_records_wait_for_their_turn_and_are_flushed() {
+        use caf_core::prune::Tombstone;
+        use caf_core::{CheckpointId, CheckpointStore, ExecutionId, Timestamp};
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("caf.db");
+        let store = SqlStore::open(&db.display().to_string()).unwrap();
+        let stone = Tombstone {
+            id: CheckpointId::new("ckpt_gone").unwrap(),
+            parent_id: None,
+            execution_id: ExecutionId::new("exec_a").unwrap(),
+            timestamp: Timestamp::now(),
+            pruned_at: Timestamp::now(),
+        };
+        let other = GroupCommit::new(&db);
+        let turn = other.turn();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                store.record_pruned(std::slice::from_ref(&stone)).unwrap();
+                tx.send(()).unwrap();
+            });
+            assert!(
+                rx.recv_timeout(std::time::Duration::from_millis(200))
+                    .is_err(),
+                "written while another writer holds the turn"
+            );
+            drop(turn);
+            rx.recv_timeout(std::time::Duration::from_secs(10)).unwrap();
+        });
+        assert!(
+            store.last_flush().unwrap() > std::time::Duration::ZERO,
+            "flushed"
+        );
+        assert!(store.pruned().unwrap().contains_key(&stone.id));
+    }
 }

@@ -352,12 +352,14 @@ impl SqlStore {
 
     /// Deletes one checkpoint; `false` if there was none.
     pub fn delete_checkpoint(&self, id: &CheckpointId) -> Result<bool> {
-        self.retrying(|conn, cache| delete_in_tx(conn, cache, id))
+        self.delete_checkpoint_then(id, |_| Ok(()))
+            .map(|(deleted, ())| deleted)
     }
 
     /// Deletes every checkpoint of an execution; returns how many there were.
     pub fn delete_execution_checkpoints(&self, execution: &ExecutionId) -> Result<usize> {
-        self.retrying(|conn, cache| delete_execution_in_tx(conn, cache, execution))
+        self.delete_execution_then(execution, |_| Ok(()))
+            .map(|(deleted, ())| deleted)
     }
 
     /// Like [`delete_checkpoint`](Self::delete_checkpoint), running `then` in the same
@@ -428,8 +430,10 @@ impl CheckpointStore for SqlStore {
         Ok(self.delete_execution_checkpoints(execution_id)?)
     }
 
+    /// In one write transaction, durable as a save is (with group commit, the log is flushed
+    /// after it), retried as a save is.
     fn record_pruned(&self, stones: &[caf_core::prune::Tombstone]) -> caf_core::Result<()> {
-        Ok(self.on_conn(|inner| crate::pruned::record(&mut inner.conn, stones))?)
+        Ok(self.retrying(|conn, _| crate::pruned::record(conn, stones))?)
     }
 
     fn pruned(
