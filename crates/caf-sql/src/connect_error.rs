@@ -8,32 +8,18 @@
 //! replaced by its redacted form, every password the URL holds (as written and percent-decoded)
 //! by `***`, and any quoted fragment that is a piece of a password by `"***"`.
 
-use crate::connection::{redact, Backend};
+use crate::connection::{password_spans, redact, Backend};
 use crate::SqlError;
 
 /// The passwords `url` holds, as written and percent-decoded: the one of its user-info part and
 /// the value of any `password=` parameter. Empty ones are left out.
 fn passwords(url: &str) -> Vec<String> {
-    let mut found = Vec::new();
-    if let Some(scheme_end) = url.find("://") {
-        let rest = &url[scheme_end + 3..];
-        let query_at = rest.find('?').unwrap_or(rest.len());
-        if let Some(at) = rest[..query_at].rfind('@') {
-            if let Some(colon) = rest[..at].find(':') {
-                found.push(rest[colon + 1..at].to_string());
-            }
-        }
-    }
-    let lower = url.to_ascii_lowercase();
-    let mut from = 0;
-    while let Some(i) = lower[from..].find("password=") {
-        let start = from + i + "password=".len();
-        let end = url[start..]
-            .find(|c: char| c == '&' || c.is_whitespace())
-            .map_or(url.len(), |e| start + e);
-        found.push(url[start..end].to_string());
-        from = end;
-    }
+    let (user_info, params) = password_spans(url);
+    let mut found: Vec<String> = user_info
+        .into_iter()
+        .chain(params)
+        .map(|span| url[span].to_string())
+        .collect();
     let decoded: Vec<String> = found.iter().map(|p| percent_decoded(p)).collect();
     found.extend(decoded);
     found.retain(|p| !p.is_empty());
@@ -68,7 +54,7 @@ fn percent_decoded(s: &str) -> String {
 
 /// `message` (a driver's error about connecting to `url`) with no password of `url` left in
 /// it, whole or in part (see the module docs).
-pub fn hide_passwords(message: &str, url: &str) -> String {
+pub(crate) fn hide_passwords(message: &str, url: &str) -> String {
     let secrets = passwords(url);
     if secrets.is_empty() {
         return message.to_string();

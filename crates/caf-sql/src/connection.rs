@@ -16,6 +16,7 @@ use diesel_migrations::{EmbeddedMigrations, MigrationHarness};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 #[cfg(feature = "sqlite")]
+use std::ops::Range;
 use std::path::Path;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -174,37 +175,42 @@ pub fn sqlite_path(url: &str) -> Option<PathBuf> {
     }
 }
 
-/// `url` with any password hidden: the password of its user-info part (everything up to the
-/// last `@` of the URL, so a password holding `/` or `@` is still hidden) and the value of any
-/// `password=` parameter.
-pub fn redact(url: &str) -> String {
-    let mut out = match url.find("://") {
-        Some(scheme_end) => {
-            let rest = &url[scheme_end + 3..];
-            let query_at = rest.find('?').unwrap_or(rest.len());
-            match rest[..query_at].rfind('@') {
-                Some(at) => match rest[..at].find(':') {
-                    Some(colon) => format!(
-                        "{}{}:***{}",
-                        &url[..scheme_end + 3],
-                        &rest[..colon],
-                        &rest[at..]
-                    ),
-                    None => url.to_string(),
-                },
-                None => url.to_string(),
-            }
-        }
-        None => url.to_string(),
-    };
-    // `password=…` in a query string or a key/value connection string.
-    let lower = out.to_ascii_lowercase();
-    if let Some(i) = lower.find("password=") {
-        let start = i + "password=".len();
-        let end = out[start..]
+/// Where `url` holds passwords: the password of its user-info part (everything up to the last
+/// `@` before any query, so a password holding `/` or `@` is covered), then the value of each
+/// `password=` parameter (in a query string or a key/value connection string), in order.
+pub(crate) fn password_spans(url: &str) -> (Option<Range<usize>>, Vec<Range<usize>>) {
+    let user_info = url.find("://").and_then(|scheme_end| {
+        let from = scheme_end + 3;
+        let rest = &url[from..];
+        let query_at = rest.find('?').unwrap_or(rest.len());
+        let at = rest[..query_at].rfind('@')?;
+        let colon = rest[..at].find(':')?;
+        Some(from + colon + 1..from + at)
+    });
+    let lower = url.to_ascii_lowercase();
+    let mut params = Vec::new();
+    let mut from = 0;
+    while let Some(i) = lower[from..].find("password=") {
+        let start = from + i + "password=".len();
+        let end = url[start..]
             .find(|c: char| c == '&' || c.is_whitespace())
-            .map_or(out.len(), |e| start + e);
-        out.replace_range(start..end, "***");
+            .map_or(url.len(), |e| start + e);
+        params.push(start..end);
+        from = end;
+    }
+    (user_info, params)
+}
+
+/// `url` with any password hidden: the password of its user-info part and the value of the
+/// first `password=` parameter after it (see [`password_spans`]).
+pub fn redact(url: &str) -> String {
+    let (user_info, params) = password_spans(url);
+    let after = user_info.as_ref().map_or(0, |r| r.end);
+    let param = params.into_iter().find(|r| r.start >= after);
+    let mut out = url.to_string();
+    // The later span first, so that the earlier one's position still holds.
+    for span in [param, user_info].into_iter().flatten() {
+        out.replace_range(span, "***");
     }
     out
 }
@@ -305,39 +311,30 @@ fn says_read_only(e: &SqlError) -> bool {
 #[cfg(feature = "sqlite")]
 fn establish_read_only(path: &Path, options: &SqlOptions) -> Result<diesel::SqliteConnection> {
     let backend = Backend::Sqlite;
-    let mut last = None;
-    for immutable in [false, true] {
+    // As it is; failing that (a directory it cannot write its lock files in), immutable.
+    let attempt = |immutable: bool| {
         let mut uri = sqlite_uri(path, true);
         if immutable {
             uri.push_str("&immutable=1");
         }
-        let attempt = diesel::SqliteConnection::establish(&uri)
-            .map_err(|source| SqlError::Connect {
+        let mut c =
+            diesel::SqliteConnection::establish(&uri).map_err(|source| SqlError::Connect {
                 backend,
                 target: path.display().to_string(),
                 source,
-            })
-            .and_then(|mut c| {
-                c.batch_execute(&format!(
-                    "PRAGMA busy_timeout = {}; PRAGMA query_only = ON; \
-                     SELECT count(*) FROM sqlite_master;",
-                    options.busy_timeout.as_millis()
-                ))
-                .map_err(SqlError::query(
-                    backend,
-                    "configuring the read-only connection",
-                ))?;
-                Ok(c)
-            });
-        match attempt {
-            Ok(c) => return Ok(c),
-            Err(e) => last = Some(e),
-        }
-    }
-    Err(last.unwrap_or(SqlError::Url {
-        url: path.display().to_string(),
-        reason: "cannot be opened".into(),
-    }))
+            })?;
+        c.batch_execute(&format!(
+            "PRAGMA busy_timeout = {}; PRAGMA query_only = ON; \
+             SELECT count(*) FROM sqlite_master;",
+            options.busy_timeout.as_millis()
+        ))
+        .map_err(SqlError::query(
+            backend,
+            "configuring the read-only connection",
+        ))?;
+        Ok(c)
+    };
+    attempt(false).or_else(|_| attempt(true))
 }
 
 /// Opens an existing SQLite database that cannot be written ([`establish_read_only`]). Its

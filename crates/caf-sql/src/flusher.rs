@@ -24,10 +24,9 @@ struct State {
     written: Option<i64>,
     /// How many rows this writer has numbered.
     numbered: i64,
-    /// Rows numbered (first of each reservation, and how many reservations start there) whose
-    /// change is not on the file system yet: a flush must not forget them, nor any row after
-    /// the first of them (rows are forgotten up to a number).
-    pending: std::collections::BTreeMap<i64, usize>,
+    /// The first row of each reservation whose change is not on the file system yet: a flush
+    /// must not forget it, nor any row after it (rows are forgotten up to a number).
+    pending: std::collections::BTreeSet<i64>,
     stop: bool,
     /// A save happened since the spare files were last made.
     saved: bool,
@@ -53,8 +52,7 @@ impl Shared {
     /// Notes that the files up to row `upto` are in place and not flushed (again, after a
     /// flush that failed: the next one covers them).
     fn not_flushed(&self, upto: i64) {
-        let mut st = self.lock();
-        st.written = Some(st.written.map_or(upto, |w| w.max(upto)));
+        self.lock().note_written(upto);
     }
 
     /// See [`Flusher::reserve`].
@@ -63,7 +61,7 @@ impl Shared {
         let first = st.numbered + 1;
         st.numbered += i64::try_from(count.max(1)).unwrap_or(i64::MAX);
         let last = st.numbered;
-        *st.pending.entry(first).or_default() += 1;
+        st.pending.insert(first);
         Reserved {
             shared: self,
             first,
@@ -73,17 +71,19 @@ impl Shared {
 }
 
 impl State {
+    /// Notes that the files up to row `upto` are in place, not flushed.
+    fn note_written(&mut self, upto: i64) {
+        self.written = Some(self.written.map_or(upto, |w| w.max(upto)));
+    }
+
     /// The rows a flush now may forget, up to which (`None`: none), taking them from
     /// `written`: those in place, below every row still pending and every row held.
     fn take_flushable(&mut self) -> Option<i64> {
         let written = self.written?;
-        let first_kept = [
-            self.pending.keys().next().copied(),
-            self.held.first().copied(),
-        ]
-        .into_iter()
-        .flatten()
-        .min();
+        let first_kept = [self.pending.first().copied(), self.held.first().copied()]
+            .into_iter()
+            .flatten()
+            .min();
         let upto = first_kept.map_or(written, |first| written.min(first - 1));
         if upto == written {
             self.written = None;
@@ -107,7 +107,7 @@ impl Reserved<'_> {
     /// The change is on the file system (unflushed): its rows may go at the next flush.
     pub fn done(self) {
         let mut st = self.shared.lock();
-        st.written = Some(st.written.map_or(self.last, |w| w.max(self.last)));
+        st.note_written(self.last);
         st.saved = true;
         drop(st);
         self.shared.wake.notify_one();
@@ -116,13 +116,7 @@ impl Reserved<'_> {
 
 impl Drop for Reserved<'_> {
     fn drop(&mut self) {
-        let mut st = self.shared.lock();
-        if let Some(n) = st.pending.get_mut(&self.first) {
-            *n -= 1;
-            if *n == 0 {
-                st.pending.remove(&self.first);
-            }
-        }
+        self.shared.lock().pending.remove(&self.first);
     }
 }
 
@@ -309,14 +303,14 @@ mod tests {
         let mut st = State::default();
         assert_eq!(st.take_flushable(), None, "nothing written");
         st.written = Some(5);
-        st.pending.insert(3, 1);
+        st.pending.insert(3);
         assert_eq!(st.take_flushable(), Some(2), "row 3 is not in place yet");
         assert_eq!(st.written, Some(5), "rows 3 to 5 wait for the next flush");
         st.pending.clear();
         assert_eq!(st.take_flushable(), Some(5));
         assert_eq!(st.written, None);
         st.written = Some(2);
-        st.pending.insert(1, 1);
+        st.pending.insert(1);
         assert_eq!(st.take_flushable(), None, "row 1, the first, is pending");
     }
 

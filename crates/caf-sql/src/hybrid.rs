@@ -400,7 +400,11 @@ impl<F: Fs> CheckpointStore for HybridStore<F> {
     }
 
     fn delete_execution(&self, execution_id: &ExecutionId) -> Result<usize> {
-        let files = self.files.list(&ListFilter::execution(execution_id))?;
+        // The files to record as about to go, when files are written unflushed.
+        let files = match self.unflushed {
+            Some(_) => self.files.list(&ListFilter::execution(execution_id))?,
+            None => Vec::new(),
+        };
         let ids: Vec<&str> = files.iter().map(|s| s.id.as_str()).collect();
         let reserved = self.reserve(ids.len());
         let (_, ()) = self.sql.delete_execution_then(execution_id, |conn| {

@@ -178,7 +178,7 @@ mod list;
 #[cfg(feature = "test-support")]
 mod measure;
 pub mod open;
-pub mod own_database;
+mod own_database;
 mod pruned;
 mod queries;
 mod reconnect;
@@ -194,7 +194,6 @@ pub mod verify;
 
 pub use analytics::{Averages, ExecutionStats, Stats, Totals};
 pub use checkpoint::save::SyncOutcome;
-pub use connect_error::hide_passwords;
 pub use connection::{redact, sqlite_path, Backend, Durability, SqlOptions};
 pub use copies::{DatabaseCopy, Disagreement};
 pub use error::{Result, SqlError};

@@ -142,7 +142,8 @@ impl SqlStore {
 
     /// Whether a save's outcome is still unknown (its connection was lost while committing, and
     /// the server has not been reached since).
-    pub fn has_unknown_saves(&self) -> bool {
+    #[cfg(test)]
+    fn has_unknown_saves(&self) -> bool {
         !self.lock_raw().unknown.is_empty()
     }
 }
