@@ -13,7 +13,6 @@ use caf_core::{
     CheckpointId, CheckpointStore, CheckpointSummary, DamagedCheckpoint, Error, ExecutionId,
     FileStore, ListFilter, LoadSource, Result,
 };
-use std::borrow::Cow;
 use std::sync::Arc;
 
 /// Files plus a database, kept in sync on every save.
@@ -298,26 +297,17 @@ impl<F: Fs> HybridStore<F> {
 
 impl<F: Fs> CheckpointStore for HybridStore<F> {
     fn save(&self, checkpoint: &Checkpoint) -> Result<CheckpointSummary> {
-        let redacted = self.files.redactor().redact_for(checkpoint, self);
-        let bytes = self.files.encode(&redacted.checkpoint)?;
-        self.save_redacted(&redacted.checkpoint, &bytes)
+        let (redacted, bytes) = self.files.redact_and_encode(checkpoint, None, self)?;
+        self.save_redacted(&redacted, &bytes)
     }
 
     /// Redacts the checkpoint with the file store's rules (encoding it again if that changed
     /// it), so that file and database hold the same redacted copy.
     fn save_encoded(&self, checkpoint: &Checkpoint, bytes: &[u8]) -> Result<CheckpointSummary> {
-        match self
+        let (redacted, bytes) = self
             .files
-            .redactor()
-            .redact_for(checkpoint, self)
-            .checkpoint
-        {
-            Cow::Borrowed(_) => self.save_redacted(checkpoint, bytes),
-            Cow::Owned(redacted) => {
-                let bytes = self.files.encode(&redacted)?;
-                self.save_redacted(&redacted, &bytes)
-            }
-        }
+            .redact_and_encode(checkpoint, Some(bytes), self)?;
+        self.save_redacted(&redacted, &bytes)
     }
 
     fn load(&self, id: &CheckpointId) -> Result<Checkpoint> {

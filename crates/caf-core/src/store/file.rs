@@ -371,13 +371,24 @@ impl<F: Fs> FileStore<F> {
     /// database) redacts it first with [`FileStore::redactor`], so that both copies agree, and
     /// stages that copy with [`FileStore::stage_as_is`].
     pub fn stage_encoded(&self, checkpoint: &Checkpoint, bytes: &[u8]) -> Result<StagedFile<F>> {
-        match self.redactor.redact_for(checkpoint, self).checkpoint {
-            Cow::Borrowed(_) => self.stage_as_is(checkpoint, bytes),
-            Cow::Owned(redacted) => {
-                let bytes = self.encode(&redacted)?;
-                self.stage_as_is(&redacted, &bytes)
-            }
-        }
+        let (redacted, bytes) = self.redact_and_encode(checkpoint, Some(bytes), self)?;
+        self.stage_as_is(&redacted, &bytes)
+    }
+
+    /// `checkpoint` redacted with the store's rules (counted as a save into `store`), and its
+    /// encoding: `bytes`, when given and redaction changed nothing; else encoded here.
+    pub fn redact_and_encode<'a>(
+        &self,
+        checkpoint: &'a Checkpoint,
+        bytes: Option<&'a [u8]>,
+        store: &dyn CheckpointStore,
+    ) -> Result<(Cow<'a, Checkpoint>, Cow<'a, [u8]>)> {
+        let redacted = self.redactor.redact_for(checkpoint, store).checkpoint;
+        let bytes = match (&redacted, bytes) {
+            (Cow::Borrowed(_), Some(bytes)) => Cow::Borrowed(bytes),
+            _ => Cow::Owned(self.encode(&redacted)?),
+        };
+        Ok((redacted, bytes))
     }
 
     /// [`FileStore::stage_encoded`] without redaction: `checkpoint` is written exactly as
@@ -798,9 +809,8 @@ impl<F: Fs> Drop for FileStore<F> {
 
 impl<F: Fs> CheckpointStore for FileStore<F> {
     fn save(&self, checkpoint: &Checkpoint) -> Result<CheckpointSummary> {
-        let redacted = self.redactor.redact_for(checkpoint, self);
-        let bytes = self.encode(&redacted.checkpoint)?;
-        self.publish(self.stage_as_is(&redacted.checkpoint, &bytes)?)
+        let (redacted, bytes) = self.redact_and_encode(checkpoint, None, self)?;
+        self.publish(self.stage_as_is(&redacted, &bytes)?)
     }
 
     fn save_encoded(&self, checkpoint: &Checkpoint, bytes: &[u8]) -> Result<CheckpointSummary> {
