@@ -221,6 +221,12 @@ impl SqlStore {
         })
     }
 
+    /// The redactor every save goes through (for a caller that encodes what it saves itself,
+    /// as the benchmark does).
+    pub fn redactor(&self) -> &Redactor {
+        &self.redactor
+    }
+
     /// Saves a checkpoint: redacts its secrets, checks and encodes it (to know its checksum and
     /// size), then [`sync_encoded`](Self::sync_encoded).
     pub fn save_checkpoint(

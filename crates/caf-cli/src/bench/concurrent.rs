@@ -14,12 +14,11 @@
 //! processes started together, one SQLite file, errors counted and not retried.
 
 use super::peer::PeerRun;
-use super::workload::{mode_dir, open_store, sql_failure, step, NullStore};
+use super::workload::{mode_dir, open_store, sql_failure, step, store_of, NullStore};
 use super::Mode;
 use crate::Failure;
 use caf_core::{
-    CheckpointManager, CheckpointOptions, CheckpointReason, CheckpointStore, ExecutionId,
-    ListFilter, RuntimeState,
+    CheckpointManager, CheckpointOptions, CheckpointReason, ExecutionId, ListFilter, RuntimeState,
 };
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -36,12 +35,10 @@ fn agent_name(w: u32) -> String {
 /// What one worker reports on its stdout, as one line of JSON.
 #[derive(Debug, Serialize, Deserialize)]
 struct WorkerReport {
-    worker: u32,
     execution_id: String,
     saved: u32,
     /// Each error's message, and how many saves failed with it.
     errors: BTreeMap<String, u32>,
-    seconds: f64,
 }
 
 /// The figures of one mode under N concurrent writers.
@@ -132,11 +129,8 @@ pub(super) fn measure(
         }
     }
     let seconds = t0.elapsed().as_secs_f64();
-    let (store, db) = open_store(mode, tmp.as_path(), pg)?;
-    let store: &dyn CheckpointStore = match &db {
-        Some(db) => db,
-        None => store.as_ref(),
-    };
+    let (files_or_null, db) = open_store(mode, tmp.as_path(), pg)?;
+    let store = store_of(files_or_null.as_ref(), db.as_ref());
     let (mut saved, mut found, mut lost) = (0, 0, 0);
     let mut error_kinds = BTreeMap::new();
     for r in &reports {
@@ -184,10 +178,7 @@ pub(super) fn work(
     pg: Option<&str>,
 ) -> Result<(), Failure> {
     let (files_or_null, db) = open_store(mode, dir, pg)?;
-    let store: &dyn CheckpointStore = match &db {
-        Some(db) => db,
-        None => files_or_null.as_ref(),
-    };
+    let store = store_of(files_or_null.as_ref(), db.as_ref());
     let maker = CheckpointManager::new(NullStore);
     let mut state = RuntimeState::new(agent_name(worker));
     let mut out = std::io::stdout().lock();
@@ -197,7 +188,12 @@ pub(super) fn work(
         .map_err(io)?;
     let mut go = String::new();
     std::io::stdin().lock().read_line(&mut go).map_err(io)?;
-    let t0 = Instant::now();
+    if go.trim() != "go" {
+        // The parent gave up (its stdin end closed): save nothing.
+        return Err(Failure::msg(format!(
+            "bench worker {worker}: no word to go"
+        )));
+    }
     let (mut saved, mut errors) = (0, BTreeMap::new());
     for s in 1..=saves as usize {
         step(&mut state, s)?;
@@ -211,11 +207,9 @@ pub(super) fn work(
         }
     }
     let report = WorkerReport {
-        worker,
         execution_id: state.execution_id().to_string(),
         saved,
         errors,
-        seconds: t0.elapsed().as_secs_f64(),
     };
     drop(files_or_null);
     drop(db);

@@ -58,6 +58,17 @@ pub(super) fn sql_failure(e: impl std::fmt::Display) -> Failure {
 }
 
 /// The store under test, and its database when it has one.
+/// The store a mode saves into and reads back: the database in the SQL modes, else the files.
+pub(super) fn store_of<'a>(
+    files_or_null: &'a dyn CheckpointStore,
+    db: Option<&'a SqlStore>,
+) -> &'a dyn CheckpointStore {
+    match db {
+        Some(db) => db,
+        None => files_or_null,
+    }
+}
+
 pub(super) fn open_store(
     mode: Mode,
     dir: &Path,
@@ -166,13 +177,13 @@ pub(super) fn measure(
                     }
                 },
                 Some(db) => {
-                    // Encoded as the store's own save encodes (splicing what it encoded
-                    // before), then stored.
-                    let bytes = encoder
-                        .encode(&c)
-                        .map_err(|e| Failure::msg(e.to_string()))?;
+                    // Redacted and encoded as the store's own save does (splicing what it
+                    // encoded before), then stored.
+                    let redacted = db.redactor().redact_for(&c, db);
+                    let c = &*redacted.checkpoint;
+                    let bytes = encoder.encode(c).map_err(|e| Failure::msg(e.to_string()))?;
                     let t_sync = Instant::now();
-                    db.sync_encoded(&c, &bytes).map_err(sql_failure)?;
+                    db.sync_encoded(c, &bytes).map_err(sql_failure)?;
                     let whole = micros(t_sync);
                     save.push(micros(t));
                     // The SQL work apart from the flush that makes it durable (SQLite's group
@@ -201,12 +212,15 @@ pub(super) fn measure(
             append.push(append_floor.append(&bytes)?);
         }
     }
-    // Async: what is still queued is written before anything is read (reads wait for it).
-    let drain_us = (durability == Durability::Async).then(|| {
-        let t = Instant::now();
-        let _ = store.list(&ListFilter::execution(&execs[0]));
-        rounded(micros(t))
-    });
+    // Async: what is still queued is written before anything is read.
+    let drain_us = match &files_or_null {
+        Saving::Async(s) => {
+            let t = Instant::now();
+            s.flush()?;
+            Some(rounded(micros(t)))
+        }
+        Saving::Sync(_) => None,
+    };
     let (mut restore, mut list) = (Vec::new(), Vec::new());
     for e in &execs {
         let t = Instant::now();
