@@ -175,7 +175,7 @@ pub fn estimated_bytes(a: &DemoArgs) -> u64 {
     u64::from(a.executions) * 1_700 * (s + 1) * (s + 4) / 2
 }
 
-fn run_one(t: &Target, a: &DemoArgs, n: u32, human: bool) -> Result<Run, Failure> {
+fn run_one(t: &Target, a: &DemoArgs, mode: SaveMode, n: u32, human: bool) -> Result<Run, Failure> {
     let mut rng =
         fastrand::Rng::with_seed(a.seed.wrapping_mul(1_000_003).wrapping_add(u64::from(n)));
     let start = if a.deterministic {
@@ -196,7 +196,6 @@ fn run_one(t: &Target, a: &DemoArgs, n: u32, human: bool) -> Result<Run, Failure
     )
     .into_uuid();
     let execution_id = ExecutionId::new(format!("exec_{exec_uuid}")).map_err(Failure::msg)?;
-    let mode = durability(t, a)?;
     let open = || -> Result<CheckpointManager<Store>, Failure> {
         Ok(
             CheckpointManager::new(t.open_with_database()?.into_async_if(mode))
@@ -426,9 +425,10 @@ pub fn run(t: &Target, json: bool, a: &DemoArgs) -> CmdResult {
             t.describe()
         );
     }
+    let mode = durability(t, a)?;
     let mut runs = Vec::new();
     for n in 1..=a.executions {
-        runs.push(run_one(t, a, n, !json)?);
+        runs.push(run_one(t, a, mode, n, !json)?);
     }
     // The branch adds the fork and two steps.
     let total: usize = runs

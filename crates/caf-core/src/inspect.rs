@@ -3,10 +3,13 @@
 //! holds, and its last thoughts and tool calls.
 
 use crate::clock::Timestamp;
-use crate::error::Result;
-use crate::format::{Checkpoint, CheckpointReason, JsonObject, Thought, ToolCall, ToolStatus};
+use crate::error::{Error, Result};
+use crate::format::{
+    encode, Checkpoint, CheckpointReason, JsonObject, Thought, ToolCall, ToolStatus,
+    CURRENT_VERSION,
+};
 use crate::id::{CheckpointId, ExecutionId};
-use crate::store::{CheckpointStore, ListFilter};
+use crate::store::{CheckpointStore, FileStore, ListFilter};
 use serde::Serialize;
 
 /// How far the run got.
@@ -50,6 +53,51 @@ pub struct Stored {
     pub integrity_checked: bool,
     /// Whether it was read from the database's copy because its file is damaged.
     pub from_database: bool,
+}
+
+impl Stored {
+    /// A checkpoint read in format `read_as` (now in the current one), `bytes` in size, from
+    /// the database's copy (`from_database`) because its file is damaged, or not.
+    pub fn new(read_as: String, bytes: u64, from_database: bool) -> Self {
+        Self {
+            version: CURRENT_VERSION.to_string(),
+            integrity_checked: integrity_checked(&read_as),
+            read_as,
+            bytes,
+            from_database,
+        }
+    }
+}
+
+/// Loads checkpoint `id` of `store` to be inspected, with how it is stored. A store with files
+/// (`files`) reads it from its file, to tell the format version it was written in; for a
+/// damaged file (unreadable, or not a regular file) `database_copy` is asked for the
+/// database's copy and its size, else the file's error is returned. A store without files
+/// loads it, and its size is its encoding's.
+pub fn load_stored(
+    store: &dyn CheckpointStore,
+    files: Option<&FileStore>,
+    id: &CheckpointId,
+    database_copy: impl FnOnce(&FileStore, &Error) -> Option<(Checkpoint, u64)>,
+) -> Result<(Checkpoint, Stored)> {
+    let Some(files) = files else {
+        let c = store.load(id)?;
+        let bytes = encode(&c).map_or(0, |b| b.len() as u64);
+        return Ok((c, Stored::new(CURRENT_VERSION.to_string(), bytes, false)));
+    };
+    match files.load_decoded(id) {
+        Ok(d) => {
+            let bytes = std::fs::metadata(files.path_of(id)).map_or(0, |m| m.len());
+            Ok((d.checkpoint, Stored::new(d.source_version, bytes, false)))
+        }
+        Err(e @ (Error::Load { .. } | Error::NotRegularFile { .. })) => {
+            match database_copy(files, &e) {
+                Some((c, bytes)) => Ok((c, Stored::new(CURRENT_VERSION.to_string(), bytes, true))),
+                None => Err(e),
+            }
+        }
+        Err(e) => Err(e),
+    }
 }
 
 /// The view of one checkpoint.

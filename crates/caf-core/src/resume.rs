@@ -36,7 +36,11 @@ pub enum ResumeError {
 pub fn restore_target(store: &dyn CheckpointStore, target: &str) -> Result<Restored, ResumeError> {
     let manager = CheckpointManager::new(store);
     if let Ok(e) = ExecutionId::new(target) {
-        if !store.list(&ListFilter::execution(&e))?.is_empty() {
+        let any = ListFilter {
+            limit: Some(1),
+            ..ListFilter::execution(&e)
+        };
+        if !store.list(&any)?.is_empty() {
             return Ok(manager.restore_latest(&e)?);
         }
     }

@@ -10,7 +10,7 @@ use crate::reply::{success, ToolError};
 use crate::server::Shared;
 use caf_core::config::Config;
 use caf_core::diff::{parent_of, ParentError};
-use caf_core::inspect::{children, integrity_checked, Inspection, Stored};
+use caf_core::inspect::{children, load_stored, Inspection};
 use caf_core::resume::{restore_target, ResumeError, ResumeView};
 use caf_core::save::{save_parts_and_prune, Parent, SaveError, SaveRequest};
 use caf_core::store::list_page;
@@ -211,39 +211,18 @@ pub fn inspect(sh: &Shared, a: InspectArgs) -> Outcome {
     let store = sh.describe();
     let id = checkpoint_id("checkpoint_id", &a.checkpoint_id)?;
     let fail = |e| ToolError::store(e, &store);
-    // Read from its file when there is one, to tell the format version it was written in; a
-    // damaged file is read from the database's copy when the store has one.
-    let (c, read_as, bytes, from_database) = match sh.store.files() {
-        Some(files) => match files.load_decoded(&id) {
-            Ok(d) => {
-                let bytes = std::fs::metadata(files.path_of(&id)).map_or(0, |m| m.len());
-                (d.checkpoint, d.source_version, bytes, false)
+    // A damaged file is read from the database's copy when the store has one.
+    let (c, stored) = load_stored(&*sh.store, sh.store.files(), &id, |_, _| {
+        match sh.store.load_with_source(&id) {
+            Ok((c, LoadSource::Database { .. })) => {
+                let bytes = sh.store.stored_size(&c);
+                Some((c, bytes))
             }
-            Err(e @ (caf_core::Error::Load { .. } | caf_core::Error::NotRegularFile { .. })) => {
-                match sh.store.load_with_source(&id) {
-                    Ok((c, LoadSource::Database { .. })) => {
-                        let bytes = sh.store.stored_size(&c);
-                        (c, caf_core::CURRENT_VERSION.to_string(), bytes, true)
-                    }
-                    _ => return Err(fail(e)),
-                }
-            }
-            Err(e) => return Err(fail(e)),
-        },
-        None => {
-            let c = sh.store.load(&id).map_err(fail)?;
-            let bytes = sh.store.stored_size(&c);
-            (c, caf_core::CURRENT_VERSION.to_string(), bytes, false)
+            _ => None,
         }
-    };
+    })
+    .map_err(fail)?;
     let kids = children(&*sh.store, &c).map_err(fail)?;
-    let stored = Stored {
-        version: c.version.clone(),
-        integrity_checked: integrity_checked(&read_as),
-        read_as,
-        bytes,
-        from_database,
-    };
     let v = Inspection::of(&c, stored, a.last.unwrap_or(5), Some(kids));
     let total = v
         .progress

@@ -2,7 +2,7 @@
 //! message; and [`Args`], the extractor that turns malformed arguments into a tool error (not a
 //! protocol error) that names where they are wrong.
 
-use caf_core::format::json::pointer_of;
+use caf_core::format::json::path_pointer;
 use rmcp::handler::server::common::FromContextPart;
 use rmcp::handler::server::tool::ToolCallContext;
 use rmcp::model::{CallToolResult, ContentBlock};
@@ -75,20 +75,12 @@ impl<S, T: DeserializeOwned> FromContextPart<ToolCallContext<'_, S>> for Args<T>
         let arguments = context.arguments.take().unwrap_or_default();
         let parsed = serde_path_to_error::deserialize(serde_json::Value::Object(arguments))
             .map_err(|e| {
-                let segments: Vec<String> = e
-                    .path()
-                    .iter()
-                    .filter_map(|s| match s {
-                        serde_path_to_error::Segment::Seq { index } => Some(index.to_string()),
-                        serde_path_to_error::Segment::Map { key } => Some(key.clone()),
-                        _ => None,
-                    })
-                    .collect();
+                let pointer = path_pointer(e.path());
                 let message = e.into_inner().to_string();
-                ToolError::Invalid(if segments.is_empty() {
+                ToolError::Invalid(if pointer.is_empty() {
                     format!("bad arguments: {message}")
                 } else {
-                    format!("bad arguments: at {}: {message}", pointer_of(&segments))
+                    format!("bad arguments: at {pointer}: {message}")
                 })
             });
         Ok(Self(parsed))

@@ -6,7 +6,7 @@ use crate::output::{self, BOLD, CYAN, DIM, GREEN, RED, YELLOW};
 use crate::target::Target;
 use crate::{CmdResult, Failure};
 use caf_core::format::{encode, Checkpoint, Limits, ToolStatus};
-use caf_core::inspect::{integrity_checked, Inspection, Stored};
+use caf_core::inspect::{load_stored, Inspection, Stored};
 use caf_core::store::read_checkpoint_file;
 use std::io::Write;
 use std::path::Path;
@@ -16,39 +16,22 @@ pub fn is_path(target: &str) -> bool {
     target.contains('/') || target.ends_with(".json") || Path::new(target).is_file()
 }
 
-/// A checkpoint loaded for showing, and where it came from.
-pub struct Shown {
-    /// The checkpoint.
-    pub checkpoint: Checkpoint,
-    /// Its stored size (its file's, or its encoding's).
-    pub size: u64,
-    /// The format version it was read in.
-    pub version: String,
-    /// Shown from the database's copy because its file is damaged.
-    pub from_database: bool,
-}
-
 /// Loads a checkpoint named by id (from the store) or by file path; returns it with its stored
 /// size and the format version it was read in.
 pub fn load_target(t: &Target, target: &str) -> Result<(Checkpoint, u64, String), Failure> {
-    let s = load_shown(t, target)?;
-    Ok((s.checkpoint, s.size, s.version))
+    let (c, stored) = load_shown(t, target)?;
+    Ok((c, stored.bytes, stored.read_as))
 }
 
-/// Loads a checkpoint named by id or by file path. By id, a damaged file is reported once (as
-/// the error, or, when the store's database holds an intact copy that is shown instead, as a
-/// warning that says so).
-pub fn load_shown(t: &Target, target: &str) -> Result<Shown, Failure> {
+/// Loads a checkpoint named by id or by file path, with how it is stored. By id, a damaged file
+/// is reported once (as the error, or, when the store's database holds an intact copy that is
+/// shown instead, as a warning that says so).
+pub fn load_shown(t: &Target, target: &str) -> Result<(Checkpoint, Stored), Failure> {
     if is_path(target) {
         let path = Path::new(target);
         let d = read_checkpoint_file(path, &Limits::default())?;
         let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
-        return Ok(Shown {
-            checkpoint: d.checkpoint,
-            size,
-            version: d.source_version,
-            from_database: false,
-        });
+        return Ok((d.checkpoint, Stored::new(d.source_version, size, false)));
     }
     let id = checkpoint_id(target)?;
     let store = if t.no_files {
@@ -56,40 +39,14 @@ pub fn load_shown(t: &Target, target: &str) -> Result<Shown, Failure> {
     } else {
         t.open_existing_except(&t.dir().join(format!("{id}.json")))?
     };
-    let Some(files) = store.files() else {
-        let checkpoint = store.load(&id)?;
-        return Ok(Shown {
-            size: store.stored_size(&checkpoint),
-            checkpoint,
-            version: caf_core::CURRENT_VERSION.to_string(),
-            from_database: false,
-        });
-    };
-    match files.load_decoded(&id) {
-        Ok(d) => Ok(Shown {
-            size: std::fs::metadata(files.path_of(&id)).map_or(0, |m| m.len()),
-            checkpoint: d.checkpoint,
-            version: d.source_version,
-            from_database: false,
-        }),
-        Err(e @ (caf_core::Error::Load { .. } | caf_core::Error::NotRegularFile { .. })) => {
-            match database_copy(t, files, &id) {
-                Some((copy, db)) => {
-                    output::warn_line(&format!(
-                        "{e}; showing the database's intact copy instead ({db})"
-                    ));
-                    Ok(Shown {
-                        size: copy.bytes.len() as u64,
-                        checkpoint: copy.checkpoint,
-                        version: caf_core::CURRENT_VERSION.to_string(),
-                        from_database: true,
-                    })
-                }
-                None => Err(e.into()),
-            }
-        }
-        Err(e) => Err(e.into()),
-    }
+    let loaded = load_stored(&**store, store.files(), &id, |files, e| {
+        let (copy, db) = database_copy(t, files, &id)?;
+        output::warn_line(&format!(
+            "{e}; showing the database's intact copy instead ({db})"
+        ));
+        Some((copy.checkpoint, copy.bytes.len() as u64))
+    })?;
+    Ok(loaded)
 }
 
 /// The database's intact copy of a checkpoint whose file is damaged, when the store has a
@@ -125,12 +82,7 @@ fn children(t: &Target, target: &str, c: &Checkpoint) -> Option<Vec<caf_core::Ch
 
 /// Shows a checkpoint: `--json` prints the document itself (in the current format).
 pub fn run(t: &Target, json: bool, a: &InspectArgs) -> CmdResult {
-    let Shown {
-        checkpoint: c,
-        size,
-        version,
-        from_database,
-    } = load_shown(t, &a.target)?;
+    let (c, stored) = load_shown(t, &a.target)?;
     if json {
         let bytes = encode(&c).map_err(|e| Failure::msg(format!("{}: {e}", c.id)))?;
         let mut out = std::io::stdout().lock();
@@ -138,13 +90,6 @@ pub fn run(t: &Target, json: bool, a: &InspectArgs) -> CmdResult {
         return Ok(());
     }
     let kids = children(t, &a.target, &c);
-    let stored = Stored {
-        version: c.version.clone(),
-        integrity_checked: integrity_checked(&version),
-        read_as: version,
-        bytes: size,
-        from_database,
-    };
     print_view(&Inspection::of(&c, stored, a.last, kids));
     Ok(())
 }

@@ -9,7 +9,7 @@ use crate::supervise::Supervisor;
 use crate::target::Target;
 use crate::{CmdResult, Failure};
 use caf_core::capture::{
-    format_duration, latest_session, summarize, FilesModified, GitStatus, PeriodicCapture,
+    format_duration, latest_session, summarize, Ending, FilesModified, GitStatus, PeriodicCapture,
     ProcessMemory, StateDir, Summary, WatchEvent, AGENT_ID,
 };
 use caf_core::{CheckpointStore, ExecutionId};
@@ -81,15 +81,18 @@ pub fn run(t: &Target, json: bool, a: &WatchArgs) -> CmdResult {
     print_summary(json, &stopped.summary);
     // caf ends as its command did, so that a script running `caf watch -- agent` sees the
     // agent's status.
-    let command = &stopped.summary.command;
-    let code = command.get("exit_code").and_then(serde_json::Value::as_i64);
-    let signal = command.get("signal").and_then(serde_json::Value::as_i64);
-    match (code, signal) {
-        (Some(0), _) | (None, None) => Ok(()),
-        (Some(code), _) => Err(Failure::Status(u8::try_from(code & 0xff).unwrap_or(1))),
-        (None, Some(sig)) => Err(Failure::Status(
-            u8::try_from((128 + sig).clamp(1, 255)).unwrap_or(1),
+    match stopped.ending {
+        Ending::Exited {
+            code: Some(code), ..
+        } if code != 0 => Err(Failure::Status(u8::try_from(code & 0xff).unwrap_or(1))),
+        Ending::Exited {
+            code: None,
+            signal: Some(sig),
+        } => Err(Failure::Status(
+            u8::try_from((128 + i64::from(sig)).clamp(1, 255)).unwrap_or(1),
         )),
+        // Exited with 0 or without a status, or the watch was stopped.
+        _ => Ok(()),
     }
 }
 

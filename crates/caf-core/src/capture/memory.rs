@@ -21,7 +21,7 @@ impl ProcessMemory {
 }
 
 /// The resident set size, in bytes, of the process whose `/proc/…/status` is `status`.
-pub fn rss_from_status(status: &str) -> Option<u64> {
+fn rss_from_status(status: &str) -> Option<u64> {
     let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
     let mut words = line["VmRSS:".len()..].split_whitespace();
     let n: u64 = words.next()?.parse().ok()?;

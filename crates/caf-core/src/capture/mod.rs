@@ -70,13 +70,13 @@ mod summary;
 
 pub use git::{FilesModified, GitStatus, MAX_LISTED};
 pub use interval::{parse_interval, IntervalError};
-pub use memory::{rss_from_status, ProcessMemory};
-pub use probe::{error_reading, Probe, ProbeError};
+pub use memory::ProcessMemory;
+pub use probe::{Probe, ProbeError};
 pub use state_dir::{StateDir, MAX_FILES};
-pub use summary::{
-    capture_number, captures_of, format_duration, latest_session, summarize, CaptureRow, GitCounts,
-    Summary,
-};
+pub use summary::{format_duration, latest_session, summarize, CaptureRow, GitCounts, Summary};
+
+use probe::error_reading;
+use summary::{capture_number, captures_of};
 
 use crate::clock::{Clock, SystemClock, Timestamp};
 use crate::error::{Error, Result};
@@ -190,6 +190,8 @@ pub struct Stopped {
     pub final_capture: Capture,
     /// The session's summary.
     pub summary: Summary,
+    /// How the watch ended (as given to [`PeriodicCapture::stop`]).
+    pub ending: Ending,
 }
 
 type CheckpointHook = Box<dyn FnMut(&Capture) + Send>;
@@ -414,7 +416,7 @@ impl<S: CheckpointStore> PeriodicCapture<S> {
             resumed_after,
         });
         let volatile = self.read_probes();
-        let (capture, _) = self.save(Trigger::Start, volatile, CheckpointReason::Periodic, None)?;
+        let capture = self.save(Trigger::Start, volatile, CheckpointReason::Periodic)?;
         self.next_due = Some(after(self.state.clock().now(), self.interval));
         self.announce(&capture);
         Ok(capture)
@@ -455,7 +457,7 @@ impl<S: CheckpointStore> PeriodicCapture<S> {
         if unchanged && !self.save_unchanged {
             return Ok(None);
         }
-        let (capture, _) = self.save(trigger, volatile, CheckpointReason::Periodic, None)?;
+        let capture = self.save(trigger, volatile, CheckpointReason::Periodic)?;
         self.announce(&capture);
         Ok(Some(capture))
     }
@@ -497,11 +499,15 @@ impl<S: CheckpointStore> PeriodicCapture<S> {
         if let Some(command) = command {
             self.state.set_state("command", command);
         }
-        let earlier = captures_of(self.manager.store(), self.state.execution_id())?;
-        let (capture, summary) = self.save(trigger, volatile, reason, Some(earlier))?;
-        let summary = summary.unwrap_or_else(|| {
-            Summary::of(self.session(), std::slice::from_ref(&capture.checkpoint))
-        });
+        let mut captures = captures_of(self.manager.store(), self.state.execution_id())?;
+        let (number, mut checkpoint) = self.prepare(trigger, volatile, reason);
+        captures.push(checkpoint.clone());
+        let summary = Summary::of(self.session(), &captures);
+        checkpoint.snapshot.context.state.insert(
+            "summary".into(),
+            serde_json::to_value(&summary).unwrap_or(Value::Null),
+        );
+        let capture = self.commit(number, trigger, checkpoint)?;
         self.announce(&capture);
         self.emit(&WatchEvent::Stopped {
             final_capture: &capture,
@@ -510,6 +516,7 @@ impl<S: CheckpointStore> PeriodicCapture<S> {
         Ok(Stopped {
             final_capture: capture,
             summary,
+            ending,
         })
     }
 
@@ -551,15 +558,25 @@ impl<S: CheckpointStore> PeriodicCapture<S> {
         volatile
     }
 
-    /// Saves capture `number + 1`; with the session's `earlier` captures, its summary goes
-    /// into the capture too (and is returned).
+    /// Saves capture `number + 1`.
     fn save(
         &mut self,
         trigger: Trigger,
         volatile: Vec<(String, Value)>,
         reason: CheckpointReason,
-        earlier: Option<Vec<Checkpoint>>,
-    ) -> Result<(Capture, Option<Summary>)> {
+    ) -> Result<Capture> {
+        let (number, checkpoint) = self.prepare(trigger, volatile, reason);
+        self.commit(number, trigger, checkpoint)
+    }
+
+    /// Capture `number + 1`, not yet saved: the volatile readings written to the state, the
+    /// capture's number, trigger and step recorded; returns its number and checkpoint.
+    fn prepare(
+        &mut self,
+        trigger: Trigger,
+        volatile: Vec<(String, Value)>,
+        reason: CheckpointReason,
+    ) -> (u64, Checkpoint) {
         for (name, reading) in volatile {
             self.state.set_state(name, reading);
         }
@@ -570,27 +587,18 @@ impl<S: CheckpointStore> PeriodicCapture<S> {
         let options = CheckpointOptions::new(reason)
             .label(format!("capture-{number}"))
             .label("watch");
-        let mut checkpoint = self.manager.prepare(&self.state, options);
-        let summary = earlier.map(|mut captures| {
-            captures.push(checkpoint.clone());
-            let summary = Summary::of(self.state.execution_id(), &captures);
-            let value = serde_json::to_value(&summary).unwrap_or(Value::Null);
-            checkpoint
-                .snapshot
-                .context
-                .state
-                .insert("summary".into(), value.clone());
-            self.state.set_state("summary", value);
-            summary
-        });
+        (number, self.manager.prepare(&self.state, options))
+    }
+
+    /// Saves capture `number` [`prepare`](Self::prepare)d.
+    fn commit(&mut self, number: u64, trigger: Trigger, checkpoint: Checkpoint) -> Result<Capture> {
         self.manager.commit(&mut self.state, &checkpoint)?;
         self.number = number;
-        let capture = Capture {
+        Ok(Capture {
             number,
             trigger,
             checkpoint,
-        };
-        Ok((capture, summary))
+        })
     }
 
     /// Tells the callbacks and subscribers of a capture.

@@ -94,6 +94,6 @@ pub trait Probe: Send {
 }
 
 /// What a failing probe leaves in the checkpoint: `{"error": "…"}`.
-pub fn error_reading(e: &ProbeError) -> Value {
+pub(super) fn error_reading(e: &ProbeError) -> Value {
     serde_json::json!({ "error": e.to_string() })
 }

@@ -91,12 +91,12 @@ pub struct Summary {
 }
 
 /// The number of a capture checkpoint (`context.variables.capture`), if it is one.
-pub fn capture_number(c: &Checkpoint) -> Option<u64> {
+pub(super) fn capture_number(c: &Checkpoint) -> Option<u64> {
     c.snapshot.context.variables.get("capture")?.as_u64()
 }
 
 /// What a capture checkpoint says of itself.
-pub fn row_of(c: &Checkpoint) -> Option<CaptureRow> {
+fn row_of(c: &Checkpoint) -> Option<CaptureRow> {
     let number = capture_number(c)?;
     let vars = &c.snapshot.context.variables;
     let state = &c.snapshot.context.state;
@@ -137,7 +137,7 @@ pub fn row_of(c: &Checkpoint) -> Option<CaptureRow> {
 }
 
 /// The files a capture lists as modified since the session started.
-pub fn files_of(c: &Checkpoint) -> impl Iterator<Item = String> + '_ {
+fn files_of(c: &Checkpoint) -> impl Iterator<Item = String> + '_ {
     c.snapshot
         .context
         .state
@@ -177,7 +177,10 @@ impl Summary {
 
 /// The captures of session `session` in `store` (the checkpoints of the execution that are
 /// captures), oldest first.
-pub fn captures_of(store: &dyn CheckpointStore, session: &ExecutionId) -> Result<Vec<Checkpoint>> {
+pub(super) fn captures_of(
+    store: &dyn CheckpointStore,
+    session: &ExecutionId,
+) -> Result<Vec<Checkpoint>> {
     let listed = store.list(&ListFilter::execution(session))?;
     let mut captures = Vec::with_capacity(listed.len());
     for s in listed.iter().rev() {

@@ -207,7 +207,7 @@ fn typed(doc: Value) -> Result<Checkpoint, LoadError> {
         Err(e) => {
             let (pointer, message) = match serde_path_to_error::deserialize::<_, Checkpoint>(&doc) {
                 Err(located) => (
-                    path_pointer(located.path()),
+                    super::json::path_pointer(located.path()),
                     located.into_inner().to_string(),
                 ),
                 Ok(_) => (String::new(), e.to_string()),
@@ -215,21 +215,6 @@ fn typed(doc: Value) -> Result<Checkpoint, LoadError> {
             Err(LoadError::Invalid { pointer, message })
         }
     }
-}
-
-/// A serde path (`snapshot.tool_state.calls[3].duration_ms`) as a JSON Pointer.
-fn path_pointer(path: &serde_path_to_error::Path) -> String {
-    use serde_path_to_error::Segment;
-    let segments: Vec<String> = path
-        .iter()
-        .filter_map(|s| match s {
-            Segment::Seq { index } => Some(index.to_string()),
-            Segment::Map { key } => Some(key.clone()),
-            Segment::Enum { variant } => Some(variant.clone()),
-            Segment::Unknown => None,
-        })
-        .collect();
-    super::json::pointer_of(&segments)
 }
 
 #[cfg(test)]

@@ -59,6 +59,22 @@ pub fn pointer_of<S: AsRef<str>>(path: &[S]) -> String {
     out
 }
 
+/// A serde path (`snapshot.tool_state.calls[3].duration_ms`) as a JSON Pointer
+/// ([`pointer_of`] of its segments; an enum variant is a segment too).
+pub fn path_pointer(path: &serde_path_to_error::Path) -> String {
+    use serde_path_to_error::Segment;
+    let segments: Vec<String> = path
+        .iter()
+        .filter_map(|s| match s {
+            Segment::Seq { index } => Some(index.to_string()),
+            Segment::Map { key } => Some(key.clone()),
+            Segment::Enum { variant } => Some(variant.clone()),
+            Segment::Unknown => None,
+        })
+        .collect();
+    pointer_of(&segments)
+}
+
 /// Builds a `Value` like serde_json's own visitor, refusing a repeated key and nesting deeper
 /// than the state's limit. Also the reader behind [`super::unique_keys`], without a limit.
 #[derive(Clone, Copy)]

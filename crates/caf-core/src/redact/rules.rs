@@ -20,7 +20,6 @@
 
 use regex::Regex;
 use serde_json::{Map, Value};
-use std::borrow::Cow;
 use std::collections::BTreeSet;
 
 /// How every marker starts: `[REDACTED:kind]`.
@@ -472,14 +471,6 @@ impl RedactionRules {
         Some((out, count))
     }
 
-    /// [`redact_text`](Self::redact_text) as a `Cow`: the text itself when nothing is secret.
-    pub fn redact_str<'t>(&self, text: &'t str) -> Cow<'t, str> {
-        match self.redact_text(text) {
-            Some((t, _)) => Cow::Owned(t),
-            None => Cow::Borrowed(text),
-        }
-    }
-
     /// `value` with its secrets replaced (strings scanned, values under sensitive keys replaced
     /// whole), and how many were replaced; `None` if there is none.
     pub fn redact_value(&self, value: &Value) -> Option<(Value, u64)> {
@@ -500,15 +491,7 @@ impl RedactionRules {
 
     /// [`redact_value`](Self::redact_value) of each item of a list.
     pub fn redact_values(&self, items: &[Value]) -> Option<(Vec<Value>, u64)> {
-        let mut out: Option<Vec<Value>> = None;
-        let mut count = 0;
-        for (i, item) in items.iter().enumerate() {
-            if let Some((redacted, n)) = self.redact_value(item) {
-                out.get_or_insert_with(|| items.to_vec())[i] = redacted;
-                count += n;
-            }
-        }
-        out.map(|o| (o, count))
+        super::items::redact_each(items, |item| self.redact_value(item))
     }
 
     /// An object with its secrets replaced: values under sensitive keys replaced whole, the
@@ -542,21 +525,6 @@ impl RedactionRules {
             }
             KeyVerdict::Plain => self.redact_value(value),
         }
-    }
-
-    /// [`redact_value`](Self::redact_value) of each value of a map whose keys are names, not
-    /// field names (tool results keyed by tool id): sensitive keys do not apply to them.
-    pub fn redact_map_values(&self, map: &Map<String, Value>) -> Option<(Map<String, Value>, u64)> {
-        let mut out: Option<Map<String, Value>> = None;
-        let mut count = 0;
-        for (key, value) in map {
-            if let Some((value, n)) = self.redact_value(value) {
-                out.get_or_insert_with(|| map.clone())
-                    .insert(key.clone(), value);
-                count += n;
-            }
-        }
-        out.map(|o| (o, count))
     }
 }
 
