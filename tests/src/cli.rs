@@ -110,6 +110,18 @@ pub fn caf_bin() -> &'static Path {
     })
 }
 
+/// A command that runs `caf` with the variables that pick a store (`CAF_DIR`,
+/// `CAF_DATABASE_URL`, `DATABASE_URL`) removed, so that only its arguments do. Nothing else is
+/// set: the working directory, the other variables and stdio are the caller's to choose (a
+/// `tokio::process::Command` converts from it).
+pub fn caf_command() -> Command {
+    let mut cmd = Command::new(caf_bin());
+    for var in ["CAF_DIR", "CAF_DATABASE_URL", "DATABASE_URL"] {
+        cmd.env_remove(var);
+    }
+    cmd
+}
+
 /// What one run of `caf` did.
 #[derive(Debug, Clone)]
 pub struct Out {
@@ -202,16 +214,13 @@ pub fn run_caf(cwd: &Path, args: &[&str], envs: &[(&str, &str)]) -> Out {
 
 /// [`run_caf`] with its own time limit (a command over a very large store).
 pub fn run_caf_within(cwd: &Path, args: &[&str], envs: &[(&str, &str)], limit: Duration) -> Out {
-    let mut cmd = Command::new(caf_bin());
+    let mut cmd = caf_command();
     cmd.current_dir(cwd)
         .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     for var in [
-        "CAF_DIR",
-        "CAF_DATABASE_URL",
-        "DATABASE_URL",
         "CLICOLOR_FORCE",
         "CLICOLOR",
         "NO_COLOR",
@@ -336,12 +345,9 @@ impl Sandbox {
     /// a terminal: the exit code and everything printed, in the order it was printed.
     pub fn caf_interleaved(&self, args: &[&str]) -> (i32, String) {
         let file = tempfile::tempfile().unwrap();
-        let status = Command::new(caf_bin())
+        let status = caf_command()
             .current_dir(self.path())
             .args(args)
-            .env_remove("CAF_DIR")
-            .env_remove("CAF_DATABASE_URL")
-            .env_remove("DATABASE_URL")
             .env("NO_COLOR", "1")
             .stdin(Stdio::null())
             .stdout(Stdio::from(file.try_clone().unwrap()))
@@ -362,6 +368,23 @@ impl Sandbox {
         let mut all = vec!["--json", "demo"];
         all.extend_from_slice(args);
         self.caf(&all).ok().json()
+    }
+
+    /// `scratch/` in the working directory (created if missing), for `caf bench --scratch`.
+    pub fn scratch(&self) -> PathBuf {
+        let dir = self.path().join("scratch");
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    /// `caf --dir store --json bench ARGS… --scratch scratch/` (which must succeed): its report
+    /// is the run's [`Out::json`].
+    pub fn bench_json(&self, args: &[&str]) -> Out {
+        let scratch = self.scratch();
+        let mut all = vec!["--json", "bench"];
+        all.extend_from_slice(args);
+        all.extend(["--scratch", s(&scratch)]);
+        self.caf(&all).ok()
     }
 
     /// `caf --json list ARGS…` (which must succeed) as an array.

@@ -1382,20 +1382,7 @@ fn schema_prints_the_json_schema_of_a_version() {
 #[test]
 fn bench_prints_figures_and_cleans_up() {
     let sb = Sandbox::new();
-    let scratch = sb.path().join("scratch");
-    std::fs::create_dir(&scratch).unwrap();
-    let out = sb
-        .caf(&[
-            "--json",
-            "bench",
-            "--executions",
-            "2",
-            "--steps",
-            "5",
-            "--scratch",
-            s(&scratch),
-        ])
-        .ok();
+    let out = sb.bench_json(&["--executions", "2", "--steps", "5"]);
     // One object per mode (one mode here), as an array.
     let report = out.json();
     let figures = match &report {
@@ -1429,7 +1416,7 @@ fn bench_prints_figures_and_cleans_up() {
         );
     }
     assert_eq!(
-        std::fs::read_dir(&scratch).unwrap().count(),
+        std::fs::read_dir(sb.scratch()).unwrap().count(),
         0,
         "bench left files in its scratch directory"
     );

@@ -8,6 +8,7 @@
 #![allow(clippy::unwrap_used)]
 
 use caf_tests::cli::{s, Sandbox};
+use caf_tests::pg_base;
 use serde_json::Value;
 
 fn check_mode(report: &Value, mode: &str, processes: u64, saves: u64) {
@@ -33,12 +34,8 @@ fn check_mode(report: &Value, mode: &str, processes: u64, saves: u64) {
 #[test]
 fn concurrent_writers_lose_nothing_in_every_mode() {
     let sb = Sandbox::new();
-    let scratch = sb.path().join("scratch");
-    std::fs::create_dir(&scratch).unwrap();
-    let out = sb
-        .caf(&[
-            "--json",
-            "bench",
+    let report = sb
+        .bench_json(&[
             "--concurrent",
             "4",
             "--saves",
@@ -49,11 +46,9 @@ fn concurrent_writers_lose_nothing_in_every_mode() {
             "files+sqlite",
             "--mode",
             "sqlite",
-            "--scratch",
-            s(&scratch),
         ])
-        .ok();
-    let report = out.json();
+        .json();
+    let scratch = sb.scratch();
     for mode in ["files", "files+sqlite", "sqlite"] {
         check_mode(&report, mode, 4, 12);
     }
@@ -85,11 +80,7 @@ fn concurrent_writers_lose_nothing_in_every_mode() {
 
 #[test]
 fn concurrent_writers_lose_nothing_on_postgres() {
-    let Some(base) = std::env::var("CAF_TEST_POSTGRES_URL")
-        .ok()
-        .filter(|u| !u.is_empty())
-    else {
-        eprintln!("SKIPPED concurrent_writers_lose_nothing_on_postgres: set CAF_TEST_POSTGRES_URL (e.g. postgres://postgres@127.0.0.1:5432/test)");
+    let Some(base) = pg_base("concurrent_writers_lose_nothing_on_postgres") else {
         return;
     };
     let sb = Sandbox::new();

@@ -382,12 +382,8 @@ fn no_files_needs_a_database() {
 #[test]
 fn bench_measures_the_database_modes() {
     let sb = Sandbox::new();
-    let scratch = sb.path().join("scratch");
-    std::fs::create_dir_all(&scratch).unwrap();
     let out = sb
-        .caf(&[
-            "--json",
-            "bench",
+        .bench_json(&[
             "--executions",
             "2",
             "--steps",
@@ -396,10 +392,7 @@ fn bench_measures_the_database_modes() {
             "files+sqlite",
             "--mode",
             "sqlite",
-            "--scratch",
-            s(&scratch),
         ])
-        .ok()
         .json();
     let modes: Vec<&str> = out
         .as_array()
@@ -426,7 +419,7 @@ fn bench_measures_the_database_modes() {
     assert!(sqlite["disk_bytes"].as_u64().unwrap() > 0);
     assert!(sqlite["whole_bytes"].as_u64().unwrap() > 0);
     assert_eq!(
-        std::fs::read_dir(&scratch).unwrap().count(),
+        std::fs::read_dir(sb.scratch()).unwrap().count(),
         0,
         "bench left files behind"
     );

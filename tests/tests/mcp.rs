@@ -9,7 +9,8 @@
     reason = "tests: a failed unwrap is a failed test"
 )]
 
-use caf_tests::cli::{caf_bin, files, json_files, run_caf, s, Sandbox};
+use caf_tests::cli::{caf_command, files, json_files, run_caf, s, Sandbox};
+use caf_tests::{pg_base, pg_database};
 use rmcp::model::{CallToolRequestParams, CallToolResult, ReadResourceRequestParams};
 use rmcp::service::RunningService;
 use rmcp::transport::TokioChildProcess;
@@ -33,15 +34,12 @@ fn block_on<F: std::future::Future>(f: F) -> F::Output {
 
 /// `caf GLOBALS… mcp FLAGS…` as a child process, and a client connected to it (initialized).
 async fn connect(globals: &[&str], flags: &[&str]) -> Client {
-    let mut cmd = tokio::process::Command::new(caf_bin());
+    let mut cmd = caf_command();
     cmd.args(globals)
         .arg("mcp")
         .args(flags)
-        .env_remove("CAF_DIR")
-        .env_remove("CAF_DATABASE_URL")
-        .env_remove("DATABASE_URL")
         .env("CAF_LOG", "warn");
-    let (transport, _) = TokioChildProcess::builder(cmd)
+    let (transport, _) = TokioChildProcess::builder(tokio::process::Command::from(cmd))
         .stderr(Stdio::inherit())
         .spawn()
         .unwrap();
@@ -100,6 +98,15 @@ fn tool_error(tool: &str, r: CallToolResult) -> String {
     let t = texts(&r);
     assert_eq!(t.len(), 1, "{tool}: {t:?}");
     t[0].clone()
+}
+
+/// Calls a tool that must refuse: its error message, which holds each of `words`.
+async fn refused(c: &Client, tool: &str, args: Value, words: &[&str]) -> String {
+    let m = tool_error(tool, call(c, tool, args).await);
+    for w in words {
+        assert!(m.contains(w), "{tool}: {m:?} lacks {w:?}");
+    }
+    m
 }
 
 /// A resource's text.
@@ -494,204 +501,178 @@ fn bad_input_is_a_tool_error_that_writes_nothing() {
         let c = start(&dir, &["--max-state-bytes", "65536"]).await;
         let first = save(&c, "exec_a", 1, 2, json!({})).await;
         let before = files(&dir);
-        let expect = |tool: &'static str, r: CallToolResult, words: &[&str]| {
-            let m = tool_error(tool, r);
-            for w in words {
-                assert!(m.contains(w), "{tool}: {m:?} lacks {w:?}");
-            }
-            m
-        };
 
         // An unknown id.
-        expect(
+        refused(
+            &c,
             "checkpoint_load",
-            call(&c, "checkpoint_load", json!({"checkpoint_id": "ckpt_nope"})).await,
+            json!({"checkpoint_id": "ckpt_nope"}),
             &["checkpoint ckpt_nope not found in", s(&dir)],
-        );
-        expect(
+        )
+        .await;
+        refused(
+            &c,
             "checkpoint_load",
-            call(&c, "checkpoint_load", json!({"execution_id": "exec_nope"})).await,
+            json!({"execution_id": "exec_nope"}),
             &["execution exec_nope not found"],
-        );
+        )
+        .await;
         for tool in ["checkpoint_inspect", "checkpoint_diff", "checkpoint_fork"] {
-            expect(
-                tool,
-                call(&c, tool, json!({"checkpoint_id": "ckpt_nope"})).await,
-                &["ckpt_nope", "not found"],
-            );
-        }
-        expect(
-            "checkpoint_resume",
-            call(&c, "checkpoint_resume", json!({"id": "ckpt_nope"})).await,
-            &["ckpt_nope: no execution or checkpoint with this id"],
-        );
-        expect(
-            "checkpoint_list",
-            call(&c, "checkpoint_list", json!({"before": "ckpt_nope"})).await,
-            &["checkpoint ckpt_nope not found", "(before)"],
-        );
-        expect(
-            "checkpoint_save",
-            call(
+            refused(
                 &c,
-                "checkpoint_save",
-                json!({"execution_id": "exec_a", "state": {}, "parent": "ckpt_nope"}),
+                tool,
+                json!({"checkpoint_id": "ckpt_nope"}),
+                &["ckpt_nope", "not found"],
             )
-            .await,
+            .await;
+        }
+        refused(
+            &c,
+            "checkpoint_resume",
+            json!({"id": "ckpt_nope"}),
+            &["ckpt_nope: no execution or checkpoint with this id"],
+        )
+        .await;
+        refused(
+            &c,
+            "checkpoint_list",
+            json!({"before": "ckpt_nope"}),
+            &["checkpoint ckpt_nope not found", "(before)"],
+        )
+        .await;
+        refused(
+            &c,
+            "checkpoint_save",
+            json!({"execution_id": "exec_a", "state": {}, "parent": "ckpt_nope"}),
             &["parent checkpoint ckpt_nope not found", "nothing saved"],
-        );
-        expect(
+        )
+        .await;
+        refused(
+            &c,
             "checkpoint_diff",
-            call(&c, "checkpoint_diff", json!({"checkpoint_id": first})).await,
+            json!({"checkpoint_id": first}),
             &["is a root checkpoint", "from_id"],
-        );
+        )
+        .await;
 
         // A malformed state: the message names its JSON Pointer in the state.
-        expect(
+        refused(
+            &c,
             "checkpoint_save",
-            call(
-                &c,
-                "checkpoint_save",
-                json!({"execution_id": "exec_a", "state": {"progress": {"step_number": "three"}}}),
-            )
-            .await,
+            json!({"execution_id": "exec_a", "state": {"progress": {"step_number": "three"}}}),
             &["at /progress/step_number:", "nothing saved"],
-        );
-        expect("checkpoint_save", call(&c, "checkpoint_save", json!({"execution_id": "exec_a", "state": {"thought_chain": {"thoughts": [{"id": "t1", "type": "reasoning"}]}}})).await, &["at /thought_chain/thoughts/0", "content"]);
-        expect(
+        )
+        .await;
+        refused(&c, "checkpoint_save", json!({"execution_id": "exec_a", "state": {"thought_chain": {"thoughts": [{"id": "t1", "type": "reasoning"}]}}}), &["at /thought_chain/thoughts/0", "content"]).await;
+        refused(
+            &c,
             "checkpoint_save",
-            call(
-                &c,
-                "checkpoint_save",
-                json!({"execution_id": "exec_a", "state": {"colour": "red"}}),
-            )
-            .await,
+            json!({"execution_id": "exec_a", "state": {"colour": "red"}}),
             &["colour", "nothing saved"],
-        );
+        )
+        .await;
         // Nested deeper than the format allows (but within what JSON-RPC parsing takes).
         let mut deep = json!(1);
         for _ in 0..80 {
             deep = json!([deep]);
         }
-        let m = expect(
-            "checkpoint_save",
-            call(
-                &c,
-                "checkpoint_save",
-                json!({"execution_id": "exec_a", "state": {"context": {"variables": {"deep": deep}, "state": {}, "history": []}}}),
-            )
-            .await,
-            &["nothing saved"],
-        );
+        let m = refused(&c, "checkpoint_save", json!({"execution_id": "exec_a", "state": {"context": {"variables": {"deep": deep}, "state": {}, "history": []}}}), &["nothing saved"]).await;
         assert!(m.contains("/context/variables/deep/0/0"), "{m}");
-        expect(
+        refused(
+            &c,
             "checkpoint_save",
-            call(
-                &c,
-                "checkpoint_save",
-                json!({"execution_id": "exec_new", "state": {}}),
-            )
-            .await,
+            json!({"execution_id": "exec_new", "state": {}}),
             &["no agent id"],
-        );
+        )
+        .await;
         // Malformed arguments: where they are wrong.
-        expect(
+        refused(
+            &c,
             "checkpoint_save",
-            call(
-                &c,
-                "checkpoint_save",
-                json!({"execution_id": "exec_a", "state": "not an object"}),
-            )
-            .await,
+            json!({"execution_id": "exec_a", "state": "not an object"}),
             &["bad arguments: at /state:"],
-        );
-        expect(
+        )
+        .await;
+        refused(
+            &c,
             "checkpoint_save",
-            call(
-                &c,
-                "checkpoint_save",
-                json!({"execution_id": "exec_a", "state": {}, "labels": [1]}),
-            )
-            .await,
+            json!({"execution_id": "exec_a", "state": {}, "labels": [1]}),
             &["at /labels/0:"],
-        );
-        expect(
+        )
+        .await;
+        refused(
+            &c,
             "checkpoint_save",
-            call(&c, "checkpoint_save", json!({"state": {}})).await,
+            json!({"state": {}}),
             &["execution_id"],
-        );
-        expect(
+        )
+        .await;
+        refused(
+            &c,
             "checkpoint_save",
-            call(
-                &c,
-                "checkpoint_save",
-                json!({"execution_id": "exec_a", "state": {}, "reason": "Not A Word"}),
-            )
-            .await,
+            json!({"execution_id": "exec_a", "state": {}, "reason": "Not A Word"}),
             &["reason:", "snake_case"],
-        );
-        expect(
+        )
+        .await;
+        refused(
+            &c,
             "checkpoint_list",
-            call(&c, "checkpoint_list", json!({"limit": 5000})).await,
+            json!({"limit": 5000}),
             &["limit 5000"],
-        );
-        expect(
+        )
+        .await;
+        refused(
+            &c,
             "checkpoint_list",
-            call(&c, "checkpoint_list", json!({"colour": 1})).await,
+            json!({"colour": 1}),
             &["unknown field `colour`"],
-        );
-        expect(
+        )
+        .await;
+        refused(
+            &c,
             "checkpoint_load",
-            call(&c, "checkpoint_load", json!({})).await,
+            json!({}),
             &["checkpoint_id or execution_id"],
-        );
-        expect(
+        )
+        .await;
+        refused(&c, "checkpoint_prune", json!({}), &["no retention policy"]).await;
+        refused(
+            &c,
             "checkpoint_prune",
-            call(&c, "checkpoint_prune", json!({})).await,
-            &["no retention policy"],
-        );
-        expect(
-            "checkpoint_prune",
-            call(&c, "checkpoint_prune", json!({"max_age": "soon"})).await,
+            json!({"max_age": "soon"}),
             &["max_age"],
-        );
+        )
+        .await;
 
         // Ids that would leave the directory.
-        expect(
+        refused(
+            &c,
             "checkpoint_load",
-            call(
-                &c,
-                "checkpoint_load",
-                json!({"checkpoint_id": "../../etc/passwd"}),
-            )
-            .await,
+            json!({"checkpoint_id": "../../etc/passwd"}),
             &["not a valid checkpoint id", "'/'"],
-        );
-        expect(
+        )
+        .await;
+        refused(
+            &c,
             "checkpoint_save",
-            call(
-                &c,
-                "checkpoint_save",
-                json!({"execution_id": "../outside", "state": {"agent_id": "x"}}),
-            )
-            .await,
+            json!({"execution_id": "../outside", "state": {"agent_id": "x"}}),
             &["not a valid execution id"],
-        );
-        expect(
+        )
+        .await;
+        refused(
+            &c,
             "checkpoint_save",
-            call(
-                &c,
-                "checkpoint_save",
-                json!({"execution_id": "exec_a", "state": {}, "parent": ".."}),
-            )
-            .await,
+            json!({"execution_id": "exec_a", "state": {}, "parent": ".."}),
             &["not a valid checkpoint id"],
-        );
-        expect(
+        )
+        .await;
+        refused(
+            &c,
             "checkpoint_resume",
-            call(&c, "checkpoint_resume", json!({"id": "a/../../b"})).await,
+            json!({"id": "a/../../b"}),
             &["not a valid"],
-        );
+        )
+        .await;
         assert!(read(&c, "checkpoint://../secret")
             .await
             .unwrap_err()
@@ -711,7 +692,7 @@ fn bad_input_is_a_tool_error_that_writes_nothing() {
 
         // A huge state: over the limit the server was started with, a tool error.
         let big = "x".repeat(100_000);
-        expect("checkpoint_save", call(&c, "checkpoint_save", json!({"execution_id": "exec_a", "state": {"context": {"variables": {"big": big}, "state": {}, "history": []}}})).await, &["bytes of JSON; the limit is 65536 bytes", "nothing saved"]);
+        refused(&c, "checkpoint_save", json!({"execution_id": "exec_a", "state": {"context": {"variables": {"big": big}, "state": {}, "history": []}}}), &["bytes of JSON; the limit is 65536 bytes", "nothing saved"]).await;
         // Over the transport's line limit as well: the request is dropped unread (never
         // answered), and the server goes on serving.
         let huge = "y".repeat(3 << 20);
@@ -727,11 +708,13 @@ fn bad_input_is_a_tool_error_that_writes_nothing() {
                 .await
         });
         // Deleting and pruning need --allow-delete.
-        expect(
+        refused(
+            &c,
             "checkpoint_delete",
-            call(&c, "checkpoint_delete", json!({"checkpoint_ids": [first]})).await,
+            json!({"checkpoint_ids": [first]}),
             &["--allow-delete", "nothing deleted"],
-        );
+        )
+        .await;
         let (text, v) = ok(
             "checkpoint_prune",
             call(&c, "checkpoint_prune", json!({"keep_last": 1})).await,
@@ -932,11 +915,8 @@ fn two_hundred_saves_from_one_session_all_land_and_validate() {
 #[test]
 fn stdout_carries_only_the_protocol_and_logs_go_to_stderr() {
     let sb = Sandbox::new();
-    let mut child = std::process::Command::new(caf_bin())
+    let mut child = caf_command()
         .args(["--dir", &sb.store_str(), "mcp"])
-        .env_remove("CAF_DIR")
-        .env_remove("CAF_DATABASE_URL")
-        .env_remove("DATABASE_URL")
         .env("CAF_LOG", "info")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -1006,14 +986,12 @@ fn a_database_given_with_db_is_the_store_sqlite_and_postgres() {
         .ok();
     assert_eq!(out.json()["rows"][0][0], 2, "{}", out.describe());
 
-    let Some(base) = std::env::var("CAF_TEST_POSTGRES_URL")
-        .ok()
-        .filter(|u| !u.is_empty())
+    let Some(base) =
+        pg_base("the PostgreSQL half of a_database_given_with_db_is_the_store_sqlite_and_postgres")
     else {
-        eprintln!("SKIPPED the PostgreSQL half of a_database_given_with_db_is_the_store_sqlite_and_postgres: set CAF_TEST_POSTGRES_URL (e.g. postgres://postgres@127.0.0.1:5432/test)");
         return;
     };
-    let pg = caf_sql::ScratchDatabase::create(&base).unwrap();
+    let pg = pg_database(&base);
     let other = Sandbox::new();
     block_on(async {
         let c = connect(
@@ -1036,7 +1014,6 @@ fn a_database_given_with_db_is_the_store_sqlite_and_postgres() {
         );
         c.cancel().await.unwrap();
     });
-    assert!(!other.store().join(format!("{}.json", "x")).exists());
     assert!(
         json_files(&other.store()).is_empty(),
         "files were written for a database-only store"

@@ -14,6 +14,8 @@ use caf_core::{
     FileStore, ListFilter, RetentionPolicy, RuntimeState, Step, SystemClock,
 };
 use caf_tests::cli::Sandbox;
+use caf_tests::gen::CheckpointBuilder;
+use caf_tests::FourStores;
 use metrics_util::debugging::{DebugValue, DebuggingRecorder};
 use serde_json::json;
 use std::collections::HashMap;
@@ -465,39 +467,17 @@ fn rendered_store_metrics_parse_with_every_bucket() {
 
 /// A checkpoint with one secret: a value under a sensitive key.
 fn with_one_secret(id: &str) -> caf_core::Checkpoint {
-    let mut c = caf_core::Checkpoint::new(
-        caf_core::CheckpointId::new(id).unwrap(),
-        ExecutionId::new("exec_secret").unwrap(),
-        "agent",
-        caf_core::Timestamp::from_micros(1_767_000_000_000_000),
-        CheckpointReason::Manual,
-    );
-    c.snapshot
-        .context
-        .variables
-        .insert("db_password".into(), json!("correct-horse-battery"));
-    c
+    CheckpointBuilder::new(id)
+        .execution("exec_secret")
+        .variable("db_password", json!("correct-horse-battery"))
+        .build()
 }
 
 #[test]
 fn every_store_counts_each_redacted_value_once_live_and_in_its_view() {
     let dir = tempfile::tempdir().unwrap();
-    let sqlite_url = |name: &str| format!("sqlite://{}", dir.path().join(name).display());
-    let files = FileStore::open(dir.path().join("files")).unwrap();
-    let memory = caf_core::MemoryStore::new();
-    let sqlite = caf_sql::SqlStore::open(&sqlite_url("db")).unwrap();
-    let hybrid = caf_sql::HybridStore::new(
-        FileStore::open(dir.path().join("hybrid")).unwrap(),
-        caf_sql::SqlStore::open(&sqlite_url("h.db")).unwrap(),
-    )
-    .unwrap();
-    let stores: [(&str, &dyn CheckpointStore); 4] = [
-        ("files", &files),
-        ("memory", &memory),
-        ("sqlite", &sqlite),
-        ("hybrid", &hybrid),
-    ];
-    for (name, store) in stores {
+    let stores = FourStores::open(dir.path());
+    for (name, store) in stores.each() {
         let e = emitted(|| {
             store.save(&with_one_secret("ckpt_a")).unwrap();
             // Through save_encoded too (what import and an async store's writer call).

@@ -9,11 +9,10 @@
 
 use caf_core::format::decode;
 use caf_core::redact::RedactionRules;
-use caf_core::{
-    Checkpoint, CheckpointId, CheckpointReason, CheckpointStore, ExecutionId, FileStore, Limits,
-    MemoryStore, Timestamp,
-};
+use caf_core::{Checkpoint, CheckpointStore, FileStore, Limits};
 use caf_tests::cli::{s, Sandbox};
+use caf_tests::gen::CheckpointBuilder;
+use caf_tests::{pg_base, pg_database, FourStores};
 use serde_json::{json, Value};
 use std::path::Path;
 
@@ -356,40 +355,18 @@ fn a_bad_redaction_table_refuses_the_save_and_writes_nothing() {
 
 /// A checkpoint built by hand, with a secret in a variable.
 fn hand_made(id: &str) -> Checkpoint {
-    let mut c = Checkpoint::new(
-        CheckpointId::new(id).unwrap(),
-        ExecutionId::new("exec_lib").unwrap(),
-        "lib-agent",
-        Timestamp::from_micros(1_767_000_000_000_000),
-        CheckpointReason::Manual,
-    );
-    c.snapshot
-        .context
-        .variables
-        .insert("db_password".into(), PASSWORD.into());
-    c
+    CheckpointBuilder::new(id)
+        .execution("exec_lib")
+        .agent("lib-agent")
+        .variable("db_password", json!(PASSWORD))
+        .build()
 }
 
 #[test]
 fn a_library_user_saving_straight_into_any_store_is_redacted() {
     let dir = tempfile::tempdir().unwrap();
-    let files = FileStore::open(dir.path().join("files")).unwrap();
-    let memory = MemoryStore::new();
-    let sqlite =
-        caf_sql::SqlStore::open(&format!("sqlite://{}", dir.path().join("db").display())).unwrap();
-    let hybrid = caf_sql::HybridStore::new(
-        FileStore::open(dir.path().join("hybrid")).unwrap(),
-        caf_sql::SqlStore::open(&format!("sqlite://{}", dir.path().join("h.db").display()))
-            .unwrap(),
-    )
-    .unwrap();
-    let stores: [(&str, &dyn CheckpointStore); 4] = [
-        ("files", &files),
-        ("memory", &memory),
-        ("sqlite", &sqlite),
-        ("hybrid", &hybrid),
-    ];
-    for (name, store) in stores {
+    let stores = FourStores::open(dir.path());
+    for (name, store) in stores.each() {
         let c = hand_made("ckpt_lib");
         let summary = store.save(&c).unwrap();
         let back = store.load(&c.id).unwrap();
@@ -408,7 +385,7 @@ fn a_library_user_saving_straight_into_any_store_is_redacted() {
             "{name}"
         );
     }
-    drop(hybrid);
+    drop(stores);
     for (path, bytes) in all_files(dir.path()) {
         assert!(!contains(&bytes, PASSWORD), "{path}");
     }
@@ -473,14 +450,10 @@ fn a_database_url_password_is_never_printed() {
 
 #[test]
 fn no_secret_reaches_postgres() {
-    let Some(base) = std::env::var("CAF_TEST_POSTGRES_URL")
-        .ok()
-        .filter(|u| !u.is_empty())
-    else {
-        eprintln!("SKIPPED no_secret_reaches_postgres: set CAF_TEST_POSTGRES_URL (e.g. postgres://postgres@127.0.0.1:5432/test)");
+    let Some(base) = pg_base("no_secret_reaches_postgres") else {
         return;
     };
-    let db = caf_sql::ScratchDatabase::create(&base).unwrap();
+    let db = pg_database(&base);
     let sb = Sandbox::new();
     for pre in [vec!["--db", db.url(), "--no-files"], vec!["--db", db.url()]] {
         let saved = save_parts(&sb, &pre, &parts_with_secrets(), "exec_pg")

@@ -9,6 +9,7 @@ mod sql_common;
 
 use caf_core::CheckpointStore;
 use sql_common::runs::agent_run;
+use sql_common::TempSql;
 
 /// SQLite's log: a 32-byte header, then frames of a 24-byte header and a page.
 const WAL_HEADER: u64 = 32;
@@ -21,9 +22,7 @@ const FRAME: u64 = 24 + 4096;
 /// listing indexes in descending order cost pages only once the database is larger).
 #[test]
 fn a_usual_save_writes_few_pages() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("caf.db");
-    let store = caf_sql::SqlStore::open(&format!("sqlite://{}", path.display())).unwrap();
+    let store = TempSql::sqlite();
     let run = agent_run(1, 60);
     let (warm, measured) = run.split_at(40);
     for c in warm {
@@ -31,7 +30,7 @@ fn a_usual_save_writes_few_pages() {
     }
     // Folds the log into the file and empties it (TRUNCATE): the saves below start a new one.
     store.database_bytes().unwrap();
-    let wal = dir.path().join("caf.db-wal");
+    let wal = store.sqlite_path().unwrap().with_file_name("caf.db-wal");
     assert_eq!(std::fs::metadata(&wal).map_or(0, |m| m.len()), 0);
     for c in measured {
         store.save(c).unwrap();

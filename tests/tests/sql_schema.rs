@@ -12,7 +12,7 @@ use sql_common::runs::{agent_run, demo_run};
 use sql_common::{on_each_backend, TempSql};
 use std::collections::BTreeMap;
 
-fn sql(db: &TempSql, q: &str) -> caf_sql::SqlRows {
+fn sql(db: &caf_sql::SqlStore, q: &str) -> caf_sql::SqlRows {
     db.read_only_sql(q).unwrap_or_else(|e| panic!("{q}: {e}"))
 }
 
@@ -605,10 +605,6 @@ fn a_database_of_the_previous_schema_migrates_keeping_every_row() {
         store.save(c).unwrap();
         assert_eq!(&store.load(&c.id).unwrap(), c, "{}", c.id);
     }
-    let rows = sql_rows(&store, "SELECT COUNT(*) FROM checkpoints");
+    let rows = sql(&store, "SELECT COUNT(*) FROM checkpoints").rows[0][0].clone();
     assert_eq!(rows, json!(before.1.len() + rest.len()));
-}
-
-fn sql_rows(store: &caf_sql::SqlStore, q: &str) -> serde_json::Value {
-    store.read_only_sql(q).unwrap().rows[0][0].clone()
 }

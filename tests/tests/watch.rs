@@ -6,7 +6,7 @@
 
 #![allow(clippy::unwrap_used)]
 
-use caf_tests::cli::{caf_bin, s, Out, Sandbox};
+use caf_tests::cli::{caf_command, json_files, s, Out, Sandbox};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -42,11 +42,9 @@ fn project(sb: &Sandbox) -> PathBuf {
 
 /// The checkpoints of a store, oldest first, as JSON documents.
 fn captures(store: &Path) -> Vec<Value> {
-    let mut docs: Vec<Value> = std::fs::read_dir(store)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "json"))
-        .map(|p| serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap())
+    let mut docs: Vec<Value> = json_files(store)
+        .values()
+        .map(|bytes| serde_json::from_slice(bytes).unwrap())
         .collect();
     docs.sort_by_key(|d| d["snapshot"]["context"]["variables"]["capture"].as_u64());
     docs
@@ -62,12 +60,9 @@ fn wait_for_files(store: &Path, n: usize) -> String {
 
 /// Starts `caf ARGS…` in `cwd` without waiting for it.
 fn spawn_caf(cwd: &Path, args: &[&str]) -> Child {
-    Command::new(caf_bin())
+    caf_command()
         .current_dir(cwd)
         .args(args)
-        .env_remove("CAF_DIR")
-        .env_remove("CAF_DATABASE_URL")
-        .env_remove("DATABASE_URL")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -36,6 +36,14 @@ pub(crate) fn skip(test: &str, why: &str) {
     let _ = writeln!(std::io::stderr(), "SKIPPED {test}: {why}");
 }
 
+/// The ids a writer logged, one per line (whole lines only: a line still being written is not
+/// one yet).
+pub(crate) fn logged(log: &Path) -> Vec<String> {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let whole = text.rfind('\n').map_or("", |end| &text[..end]);
+    whole.lines().map(str::to_string).collect()
+}
+
 /// Whether this process runs as root (its effective uid is 0).
 pub(crate) fn is_root() -> bool {
     std::fs::read_to_string("/proc/self/status").is_ok_and(|s| {

@@ -135,12 +135,14 @@ fn counts(counters: &[Arc<AtomicUsize>]) -> Vec<usize> {
     counters.iter().map(|c| c.load(Ordering::Relaxed)).collect()
 }
 
-/// Every checkpoint the database holds loads whole and validates; returns their ids.
-fn rows_load_and_validate(db: &SqlStore) -> BTreeSet<CheckpointId> {
+/// Every checkpoint the store holds loads whole and validates (the schema holds, and it
+/// re-encodes to a valid document); returns their ids.
+pub(crate) fn rows_load_and_validate(db: &dyn CheckpointStore) -> BTreeSet<CheckpointId> {
     let mut ids = BTreeSet::new();
     for s in db.list(&Default::default()).unwrap() {
-        let c = db.load_checkpoint(&s.id).unwrap();
-        decode(&encode(&c).unwrap(), &Limits::default()).unwrap();
+        let c = db.load(&s.id).unwrap();
+        decode(&encode(&c).unwrap(), &Limits::default())
+            .unwrap_or_else(|e| panic!("{}: {e}", s.id));
         ids.insert(s.id);
     }
     ids

@@ -6,8 +6,9 @@
 //!
 //! `CAF_SOAK_LONG=1` runs the long variant: 2,500 checkpoints per writer and 500 kills.
 
+use crate::logged;
+use crate::postgres_faults::rows_load_and_validate;
 use crate::sql_common::{pg_base, pg_database};
-use caf_core::format::{decode, encode, Limits};
 use caf_core::{CheckpointId, CheckpointManager, ExecutionId};
 use caf_sql::{Access, Location, Store};
 use caf_tests::cli::{run_caf, run_caf_within, s};
@@ -101,13 +102,6 @@ impl Writer {
     }
 }
 
-/// The ids a writer logged (whole lines).
-fn logged(log: &Path) -> Vec<String> {
-    let text = std::fs::read_to_string(log).unwrap_or_default();
-    let whole = text.rfind('\n').map_or("", |end| &text[..end]);
-    whole.lines().map(str::to_string).collect()
-}
-
 /// Runs the writers to the end, SIGKILLing `kills` of them at random moments spread over the
 /// run (by how much has been saved, so the kills do not depend on speed). Returns the ids each
 /// writer logged.
@@ -171,6 +165,17 @@ fn run_writers(dir: &Path, mode: &[&str], count: usize, kills: usize) -> Vec<Vec
         .collect()
 }
 
+/// Every id the writers logged is in `listed`.
+fn assert_logged_in(listed: &BTreeSet<CheckpointId>, logs: &[Vec<String>]) {
+    let listed: BTreeSet<&str> = listed.iter().map(CheckpointId::as_str).collect();
+    for id in logs.iter().flatten() {
+        assert!(
+            listed.contains(id.as_str()),
+            "logged {id} is not in the store"
+        );
+    }
+}
+
 /// Every execution resumes from its newest checkpoint without skipping any, at a step no
 /// earlier than the saves its writer logged.
 fn check_resumes(store: &Store, logs: &[Vec<String>]) {
@@ -192,15 +197,13 @@ fn check_hybrid(dir: &Path, db: Option<String>, logs: &[Vec<String>]) {
     let location = Location::new(dir, db.clone(), false);
     let store = location.open(Access::Update).unwrap();
     assert!(matches!(store, Store::Hybrid(_)), "a hybrid store");
-    let listed: BTreeSet<String> = store
+    let listed: BTreeSet<CheckpointId> = store
         .list(&Default::default())
         .unwrap()
         .into_iter()
-        .map(|c| c.id.to_string())
+        .map(|c| c.id)
         .collect();
-    for id in logs.iter().flatten() {
-        assert!(listed.contains(id), "logged {id} is not in the store");
-    }
+    assert_logged_in(&listed, logs);
     check_resumes(&store, logs);
     drop(store);
     let mut args = vec!["--dir", s(dir)];
@@ -247,22 +250,10 @@ fn soak_sqlite_only_with_kills() {
     let store = Location::new(&dir, Some(url.clone()), true)
         .open(Access::Read)
         .unwrap();
-    // Every checkpoint the database holds loads and validates (its encoding decodes: schema
-    // and checksum), the logged ones and any other (a save killed after its commit and before
-    // its log line is whole too).
-    let all: BTreeSet<String> = store
-        .list(&Default::default())
-        .unwrap()
-        .into_iter()
-        .map(|c| c.id.to_string())
-        .collect();
-    for id in logs.iter().flatten() {
-        assert!(all.contains(id), "logged {id} is not in the database");
-    }
-    for id in &all {
-        let c = store.load(&CheckpointId::new(id).unwrap()).unwrap();
-        decode(&encode(&c).unwrap(), &Limits::default()).unwrap_or_else(|e| panic!("{id}: {e}"));
-    }
+    // Every checkpoint the database holds loads and validates, the logged ones and any other (a
+    // save killed after its commit and before its log line is whole too).
+    let all = rows_load_and_validate(&store);
+    assert_logged_in(&all, &logs);
     check_resumes(&store, &logs);
     let out = run_caf(
         tmp.path(),

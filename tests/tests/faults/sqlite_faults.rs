@@ -11,7 +11,7 @@
 //!   says the database is read-only, and nothing is written.
 
 use crate::sql_common::runs::agent_run;
-use crate::Tmpfs;
+use crate::{logged, Tmpfs};
 use caf_core::CheckpointStore;
 use caf_sql::verify::{repair_store, verify_store, DatabaseProblemKind, RepairOptions};
 use caf_sql::{Access, Location, SqlStore, Store};
@@ -173,7 +173,7 @@ fn writer_with_saves(dir: &Path, log: &Path, at_least: usize) -> std::process::C
         "the writer did not start: {line}"
     );
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
-    while logged_ids(log).len() < at_least {
+    while logged(log).len() < at_least {
         assert!(
             std::time::Instant::now() < deadline,
             "the writer saves nothing"
@@ -181,12 +181,6 @@ fn writer_with_saves(dir: &Path, log: &Path, at_least: usize) -> std::process::C
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
     child
-}
-
-fn logged_ids(log: &Path) -> Vec<String> {
-    let text = std::fs::read_to_string(log).unwrap_or_default();
-    let whole = text.rfind('\n').map_or("", |end| &text[..end]);
-    whole.lines().map(str::to_string).collect()
 }
 
 #[test]
@@ -205,7 +199,7 @@ fn a_wal_lost_after_a_crash_leaves_the_database_behind_and_repair_catches_up() {
     );
     std::fs::remove_file(&wal).unwrap();
 
-    let saved = logged_ids(&log);
+    let saved = logged(&log);
     let location = Location::new(&dir, None, false);
     let report = verify_store(&location).unwrap();
     assert!(report.database_problem.is_none(), "{report:#?}");

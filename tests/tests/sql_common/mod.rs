@@ -9,35 +9,10 @@ pub mod runs;
 
 use caf_core::FileStore;
 use caf_sql::{HybridStore, ScratchDatabase, SqlStore};
+pub use caf_tests::{pg_base, pg_database};
 use diesel::connection::SimpleConnection;
 use diesel::Connection;
 use std::path::{Path, PathBuf};
-
-/// The environment variable naming the PostgreSQL server for tests.
-pub const PG_ENV: &str = "CAF_TEST_POSTGRES_URL";
-
-/// The base PostgreSQL URL, or `None` after printing a loud SKIPPED line for `test`.
-pub fn pg_base(test: &str) -> Option<String> {
-    match std::env::var(PG_ENV) {
-        Ok(url) if !url.trim().is_empty() => Some(url),
-        _ => {
-            // Written to the stderr handle itself, which the test harness does not capture,
-            // so that the skip shows in a plain `cargo test`.
-            use std::io::Write;
-            let _ = writeln!(
-                std::io::stderr(),
-                "SKIPPED {test}: PostgreSQL tests need {PG_ENV} \
-                 (e.g. postgres://postgres@127.0.0.1:5432/test)"
-            );
-            None
-        }
-    }
-}
-
-/// A fresh PostgreSQL database on the server of `base`, dropped with its value.
-pub fn pg_database(base: &str) -> ScratchDatabase {
-    ScratchDatabase::create(base).unwrap_or_else(|e| panic!("creating a database ({PG_ENV}): {e}"))
-}
 
 /// Where a temporary store lives.
 pub enum Place {
