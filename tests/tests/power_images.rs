@@ -98,6 +98,22 @@ struct Recorded {
 }
 
 impl Recorded {
+    fn new(
+        base_dir: tempfile::TempDir,
+        run: Vec<Checkpoint>,
+        records: Vec<Record>,
+        snapshots: Option<tempfile::TempDir>,
+    ) -> Self {
+        Self {
+            base: base_dir.path().to_path_buf(),
+            _base_dir: base_dir,
+            encoded: encoded(&run),
+            run,
+            records,
+            snapshots,
+        }
+    }
+
     fn store_dir(base: &Path) -> PathBuf {
         base.join("checkpoints")
     }
@@ -184,64 +200,72 @@ fn snapshotting(db: &Path, dir: &Path) -> Hook {
     })
 }
 
-fn record_hybrid(steps: usize) -> Recorded {
-    let base_dir = scratch();
-    let base = base_dir.path().to_path_buf();
-    let db_dir = scratch();
-    let db = db_dir.path().join("caf.db");
-    let url = format!("sqlite://{}", db.display());
-    drop(SqlStore::open(&url).unwrap()); // created and migrated before the record starts
-    let snapshots = scratch();
-    let fs = TestFs::new();
-    fs.record(Some(snapshotting(&db, snapshots.path())));
-    let run = agent_run(1, steps);
-    let files = FileStore::open_with_fs(fs.clone(), Recorded::store_dir(&base), Default::default())
+/// A hybrid store on a recording file system, with its database snapshotted at every record
+/// (the database is a device of its own: see the module docs).
+struct HybridRecording {
+    base_dir: tempfile::TempDir,
+    /// Holds the database; it must outlive the store.
+    _db_dir: tempfile::TempDir,
+    snapshots: tempfile::TempDir,
+    fs: TestFs,
+    store: HybridStore<TestFs>,
+}
+
+impl HybridRecording {
+    fn start() -> Self {
+        let base_dir = scratch();
+        let db_dir = scratch();
+        let db = db_dir.path().join("caf.db");
+        let url = format!("sqlite://{}", db.display());
+        drop(SqlStore::open(&url).unwrap()); // created and migrated before the record starts
+        let snapshots = scratch();
+        let fs = TestFs::new();
+        fs.record(Some(snapshotting(&db, snapshots.path())));
+        let files = FileStore::open_with_fs(
+            fs.clone(),
+            Recorded::store_dir(base_dir.path()),
+            Default::default(),
+        )
         .unwrap();
-    let store = HybridStore::with_options(
-        files,
-        SqlStore::open(&url).unwrap(),
-        HybridOptions {
-            // The workload flushes; the background flusher only makes spare files.
-            flush_every: Duration::from_secs(3600),
-        },
-    )
-    .unwrap();
-    workload(&store, &fs, &run, &|| store.flush());
-    store.abandon(); // the power goes: no last flush
-    Recorded {
-        _base_dir: base_dir,
-        base,
-        encoded: encoded(&run),
-        run,
-        records: fs.records(),
-        snapshots: Some(snapshots),
+        let store = HybridStore::with_options(
+            files,
+            SqlStore::open(&url).unwrap(),
+            HybridOptions {
+                // The workload flushes; the background flusher only makes spare files.
+                flush_every: Duration::from_secs(3600),
+            },
+        )
+        .unwrap();
+        Self {
+            base_dir,
+            _db_dir: db_dir,
+            snapshots,
+            fs,
+            store,
+        }
     }
+
+    /// The power goes (no last flush): what was recorded while `run` was saved.
+    fn finish(self, run: Vec<Checkpoint>) -> Recorded {
+        self.store.abandon();
+        Recorded::new(self.base_dir, run, self.fs.records(), Some(self.snapshots))
+    }
+}
+
+fn record_hybrid(steps: usize) -> Recorded {
+    let rec = HybridRecording::start();
+    let run = agent_run(1, steps);
+    workload(&rec.store, &rec.fs, &run, &|| rec.store.flush());
+    rec.finish(run)
 }
 
 /// A save held between its database commit and its rename while another save and a flush go
 /// by (two threads on one store), then let go: the flush must not forget the record of the
 /// held save's file, which is not on the file system yet.
 fn record_hybrid_concurrent() -> Recorded {
-    let base_dir = scratch();
-    let base = base_dir.path().to_path_buf();
-    let db_dir = scratch();
-    let db = db_dir.path().join("caf.db");
-    let url = format!("sqlite://{}", db.display());
-    drop(SqlStore::open(&url).unwrap());
-    let snapshots = scratch();
-    let fs = TestFs::new();
-    fs.record(Some(snapshotting(&db, snapshots.path())));
+    let rec = HybridRecording::start();
+    let (store, fs) = (&rec.store, &rec.fs);
     let run = agent_run(1, 3);
-    let files = FileStore::open_with_fs(fs.clone(), Recorded::store_dir(&base), Default::default())
-        .unwrap();
-    let store = HybridStore::with_options(
-        files,
-        SqlStore::open(&url).unwrap(),
-        HybridOptions {
-            flush_every: Duration::from_secs(3600),
-        },
-    )
-    .unwrap();
     store.save(&run[0]).unwrap();
     fs.mark("saved 0");
     let held = fs.pause(OpKind::Rename, &format!("{}.json", run[1].id));
@@ -259,36 +283,24 @@ fn record_hybrid_concurrent() -> Recorded {
         saving.join().unwrap();
     });
     fs.mark("end");
-    store.abandon();
-    Recorded {
-        _base_dir: base_dir,
-        base,
-        encoded: encoded(&run),
-        run,
-        records: fs.records(),
-        snapshots: Some(snapshots),
-    }
+    rec.finish(run)
 }
 
 fn record_files(steps: usize) -> Recorded {
     let base_dir = scratch();
-    let base = base_dir.path().to_path_buf();
     let fs = TestFs::new();
     fs.record(None);
     let run = agent_run(1, steps);
-    let store = FileStore::open_with_fs(fs.clone(), Recorded::store_dir(&base), Default::default())
-        .unwrap();
+    let store = FileStore::open_with_fs(
+        fs.clone(),
+        Recorded::store_dir(base_dir.path()),
+        Default::default(),
+    )
+    .unwrap();
     workload(&store, &fs, &run, &|| Ok(()));
     let records = fs.records();
     drop(store);
-    Recorded {
-        _base_dir: base_dir,
-        base,
-        encoded: encoded(&run),
-        run,
-        records,
-        snapshots: None,
-    }
+    Recorded::new(base_dir, run, records, None)
 }
 
 /// The cuts and, for each, the images to build: every point of the record; all kept, none
