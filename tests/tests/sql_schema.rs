@@ -423,8 +423,8 @@ fn every_row(store: &caf_sql::SqlStore) -> BTreeMap<&'static str, Vec<Vec<serde_
 }
 
 /// The indexes, keys and WITHOUT ROWID tables are deliberate: a save writes about one page per
-/// b-tree it changes (`docs/sql.md`, "How a save writes"; `sql_pages.rs`). Both backends have
-/// the same named indexes; on SQLite the labels and the unflushed files keep their rows in their
+/// b-tree it changes (`docs/sql.md`, "Indexes"; `sql_pages.rs`). PostgreSQL has five named
+/// indexes more than SQLite (the items' `…_current` and `…_execution`); on SQLite the labels and the unflushed files keep their rows in their
 /// key's b-tree (no `sqlite_autoindex_…`), and the key of `entries` puts the rows of one save
 /// together.
 #[test]
@@ -439,11 +439,6 @@ fn the_indexes_are_those_the_queries_need() {
         "executions_agent",
         "executions_status",
         "lines_execution",
-        "steps_current",
-        "thoughts_current",
-        "thoughts_execution",
-        "tool_calls_current",
-        "tool_calls_execution",
         "tool_calls_tool",
     ];
     on_each_backend("the_indexes_are_those_the_queries_need", |db| {
@@ -473,7 +468,19 @@ fn the_indexes_are_those_the_queries_need() {
                 .map(String::from),
             );
         } else {
-            want.push("checkpoints_line_id_seq_key".into());
+            // PostgreSQL's concurrent writers are ordered by the unique `…_current` indexes;
+            // SQLite's save runs alone and reaches items through their key (`…_fewer_item_indexes`).
+            want.extend(
+                [
+                    "checkpoints_line_id_seq_key",
+                    "steps_current",
+                    "thoughts_current",
+                    "thoughts_execution",
+                    "tool_calls_current",
+                    "tool_calls_execution",
+                ]
+                .map(String::from),
+            );
         }
         want.sort();
         let got: Vec<String> = sql(db, q)
@@ -516,11 +523,11 @@ fn the_indexes_are_those_the_queries_need() {
     });
 }
 
-/// A SQLite database of the schema before `…_fewer_pages`, with rows in it (a forked demo run
+/// A SQLite database of the schema before `…_fewer_pages` (and `…_fewer_item_indexes`), with rows in it (a forked demo run
 /// with labels, a failure and a resume; agent runs; a deleted checkpoint; a tombstone; an
 /// unflushed file), migrates when caf opens it: every row is kept as it was, every checkpoint
 /// loads back equal, listings and statistics are the same, and saving goes on. The old
-/// schema is made by the migration's `down.sql`, checked equal to what the older migrations
+/// schema is made by the migrations' `down.sql`, checked equal to what the older migrations
 /// create in an empty file, so `down.sql` is tested too.
 #[test]
 fn a_database_of_the_previous_schema_migrates_keeping_every_row() {
@@ -562,17 +569,20 @@ fn a_database_of_the_previous_schema_migrates_keeping_every_row() {
         );
     }
     let migrations = sqlite_migrations();
-    let (_, _, down) = migrations
+    let since = migrations
         .iter()
-        .find(|(name, _, _)| name == FEWER_PAGES)
+        .position(|(name, _, _)| name == FEWER_PAGES)
         .unwrap();
-    let version: String = FEWER_PAGES.split('_').next().unwrap().replace('-', "");
     let mut c = diesel::SqliteConnection::establish(&path.display().to_string()).unwrap();
-    c.batch_execute(&format!(
-        "PRAGMA foreign_keys = ON; BEGIN IMMEDIATE; {down} \
-         DELETE FROM __diesel_schema_migrations WHERE version = '{version}'; COMMIT;"
-    ))
-    .unwrap();
+    // Every migration from `…_fewer_pages` on, undone newest first.
+    for (name, _, down) in migrations[since..].iter().rev() {
+        let version: String = name.split('_').next().unwrap().replace('-', "");
+        c.batch_execute(&format!(
+            "PRAGMA foreign_keys = ON; BEGIN IMMEDIATE; {down} \
+             DELETE FROM __diesel_schema_migrations WHERE version = '{version}'; COMMIT;"
+        ))
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
+    }
     let old_dir = tempfile::tempdir().unwrap();
     let mut old =
         diesel::SqliteConnection::establish(&old_dir.path().join("old.db").display().to_string())

@@ -130,19 +130,26 @@ struct CountRow {
     n: i64,
 }
 
-/// Runs `sql` (with `?` for the optional execution id, appended as `{where}` / `{and}`).
+/// Runs `sql` on a table with a `line_id` (with `?` for the optional execution id, appended as
+/// `{where}` / `{and}`). An execution's rows are found through its lines: `lines_execution`,
+/// then the table's key, which starts with `line_id` (SQLite has no index of the item tables on
+/// `execution_id`: see the migration `…_fewer_item_indexes`).
 fn counts(
     conn: &mut AnyConnection,
     sql: &str,
     execution: Option<&str>,
 ) -> QueryResult<Vec<CountRow>> {
+    const OF_EXECUTION: &str = "line_id IN (SELECT id FROM lines WHERE execution_id = ?)";
     let (filter_where, filter_and) = match execution {
-        Some(_) => ("WHERE execution_id = ?", "AND execution_id = ?"),
-        None => ("", ""),
+        Some(_) => (
+            format!("WHERE {OF_EXECUTION}"),
+            format!("AND {OF_EXECUTION}"),
+        ),
+        None => (String::new(), String::new()),
     };
     let sql = sql
-        .replace("{where}", filter_where)
-        .replace("{and}", filter_and);
+        .replace("{where}", &filter_where)
+        .replace("{and}", &filter_and);
     let q = Stmt::new(sql);
     let q = match execution {
         Some(e) => q.text(e),

@@ -125,20 +125,23 @@ pub(crate) fn delete_execution_in_tx(
     diesel::delete(checkpoints::table.filter(checkpoints::execution_id.eq(e)))
         .execute(conn)
         .map_err(fail("checkpoints"))?;
-    diesel::delete(thoughts::table.filter(thoughts::execution_id.eq(e)))
+    // Items and entries are found by line: their keys start with `line_id` (a line holds one
+    // execution's checkpoints).
+    let lines_of = || {
+        lines::table
+            .select(lines::id)
+            .filter(lines::execution_id.eq(e))
+    };
+    diesel::delete(thoughts::table.filter(thoughts::line_id.eq_any(lines_of())))
         .execute(conn)
         .map_err(fail("thoughts"))?;
-    diesel::delete(tool_calls::table.filter(tool_calls::execution_id.eq(e)))
+    diesel::delete(tool_calls::table.filter(tool_calls::line_id.eq_any(lines_of())))
         .execute(conn)
         .map_err(fail("tool calls"))?;
-    diesel::delete(steps::table.filter(steps::execution_id.eq(e)))
+    diesel::delete(steps::table.filter(steps::line_id.eq_any(lines_of())))
         .execute(conn)
         .map_err(fail("steps"))?;
-    // Entries have no index on their execution: find them by line.
-    let lines_of = lines::table
-        .select(lines::id)
-        .filter(lines::execution_id.eq(e));
-    diesel::delete(entries::table.filter(entries::line_id.eq_any(lines_of)))
+    diesel::delete(entries::table.filter(entries::line_id.eq_any(lines_of())))
         .execute(conn)
         .map_err(fail("entries"))?;
     diesel::delete(lines::table.filter(lines::execution_id.eq(e)))
