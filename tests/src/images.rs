@@ -72,7 +72,7 @@ fn entry_dir(op: &Op) -> Option<&Path> {
 /// The file whose data an operation changes, if any.
 fn data_ino(op: &Op) -> Option<u64> {
     match op {
-        Op::Truncate { ino, .. } | Op::Write { ino, .. } => Some(*ino),
+        Op::Write { ino, .. } => Some(*ino),
         _ => None,
     }
 }
@@ -201,11 +201,6 @@ fn apply(
         } => {
             entries.insert(under(base, path), Node::File(*ino));
             let inode = inodes.entry(*ino).or_default();
-            inode.mtime_ns = *mtime_ns;
-        }
-        Op::Truncate { ino, mtime_ns } => {
-            let inode = inodes.entry(*ino).or_default();
-            inode.data.clear();
             inode.mtime_ns = *mtime_ns;
         }
         Op::Write {

@@ -98,7 +98,7 @@ fn may_be_absorbed(fired: &Fired) -> bool {
         .unwrap_or("");
     match fired.op {
         // A spare file that cannot be opened is replaced by a new temporary file.
-        OpKind::OpenTruncate => name.starts_with(caf_core::store::SPARE_PREFIX),
+        OpKind::OpenSpare => name.starts_with(caf_core::store::SPARE_PREFIX),
         // A load reads the index log's new tail only to take the fast path.
         OpKind::Read => name == "index.jsonl",
         // The index is a cache: a record it cannot append (or open its log for) is kept and

@@ -130,7 +130,9 @@ fn fill<F: Fs>(
 /// Like [`stage`], into `spare`: an empty file made beforehand in the staging directory (see
 /// [`make_spare`]), so that the save does not pay for creating a file (allocating an inode can
 /// cost more than writing 100 KB). `None` if the spare is gone (removed as stale by another
-/// process): stage anew.
+/// process), is not the regular file it was made as, or is no longer empty: stage anew. The
+/// spare is written as it is, not truncated first: on ext4 a truncated file is written out
+/// when it is closed, which would put that work on the save's path.
 pub fn stage_into_spare(
     spare: PathBuf,
     target: &Path,
@@ -148,15 +150,17 @@ pub(crate) fn stage_into_spare_in<F: Fs>(
     bytes: &[u8],
     options: AtomicWriteOptions,
 ) -> Option<Result<Staged<F>>> {
-    // Only the regular file this process made: a link planted in its place (it could point
-    // anywhere) is neither followed into nor truncated (`open_truncate` does not follow a
-    // symbolic link; a hard link is refused by its link count).
+    // Only the regular file this process made, still empty: a link planted in its place (it
+    // could point anywhere) is neither followed nor written into (`open_spare` does not follow
+    // a symbolic link; a hard link is refused by its link count), and a file with bytes in it
+    // is not used (they would outlast a shorter checkpoint).
     let made = std::fs::symlink_metadata(&spare).ok()?;
-    if !made.file_type().is_file() || linked_elsewhere(&made) {
+    if !made.file_type().is_file() || linked_elsewhere(&made) || made.len() != 0 {
         return None;
     }
-    let file = fs.open_truncate(&spare).ok()?;
-    if !same_file(&made, &file.metadata().ok()?) {
+    let file = fs.open_spare(&spare).ok()?;
+    let opened = file.metadata().ok()?;
+    if !same_file(&made, &opened) || opened.len() != 0 {
         return None;
     }
     let tmp = TempFile {
@@ -327,6 +331,36 @@ mod tests {
             .map(|e| e.unwrap().file_name())
             .collect();
         assert_eq!(names, vec![std::ffi::OsString::from("a.json")]);
+    }
+
+    #[test]
+    fn an_empty_spare_is_written_and_one_with_bytes_is_left_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("a.json");
+        let spare = make_spare(dir.path()).unwrap();
+        let staged = stage_into_spare(
+            spare.clone(),
+            &target,
+            b"whole",
+            AtomicWriteOptions { durable: false },
+        );
+        staged.unwrap().unwrap().publish().unwrap();
+        assert_eq!(std::fs::read(&target).unwrap(), b"whole");
+        assert!(!spare.exists());
+
+        // Bytes in a spare would outlast a shorter document: that spare is not used.
+        let spare = make_spare(dir.path()).unwrap();
+        std::fs::write(&spare, b"stale bytes, longer").unwrap();
+        let other = dir.path().join("b.json");
+        let staged = stage_into_spare(
+            spare.clone(),
+            &other,
+            b"new",
+            AtomicWriteOptions { durable: false },
+        );
+        assert!(staged.is_none());
+        assert!(!other.exists());
+        assert_eq!(std::fs::read(&spare).unwrap(), b"stale bytes, longer");
     }
 
     #[test]

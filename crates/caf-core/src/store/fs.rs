@@ -25,8 +25,10 @@ pub trait Fs: sealed::Sealed + Clone + Send + Sync + std::fmt::Debug + 'static {
     fn create_dir_all(&self, dir: &Path) -> io::Result<()>;
     /// Creates a new file for writing (`rw-r--r--`), failing if `path` exists.
     fn create_new(&self, path: &Path) -> io::Result<File>;
-    /// Opens an existing file for writing, emptied (a spare file about to be written).
-    fn open_truncate(&self, path: &Path) -> io::Result<File>;
+    /// Opens an existing file for writing, as it is (a spare file about to be written: the
+    /// caller checks that it is empty). Not `O_TRUNC`: on ext4, truncating a file, even an
+    /// empty one, makes its close start writing the file out, in the caller's time.
+    fn open_spare(&self, path: &Path) -> io::Result<File>;
     /// Opens a file for appending and reading, created if missing (the index log).
     fn open_append(&self, path: &Path) -> io::Result<File>;
     /// Opens a file for reading.
@@ -69,9 +71,9 @@ impl Fs for RealFs {
     }
 
     #[inline]
-    fn open_truncate(&self, path: &Path) -> io::Result<File> {
+    fn open_spare(&self, path: &Path) -> io::Result<File> {
         let mut o = OpenOptions::new();
-        o.write(true).truncate(true);
+        o.write(true);
         // Never through a symbolic link planted in the file's place.
         #[cfg(target_os = "linux")]
         {

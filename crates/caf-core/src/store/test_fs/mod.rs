@@ -236,15 +236,10 @@ impl Fs for TestFs {
         })
     }
 
-    fn open_truncate(&self, path: &Path) -> io::Result<File> {
-        self.op(OpKind::OpenTruncate, path, |_| {
-            let file = RealFs.open_truncate(path)?;
-            let meta = file.metadata()?;
-            let op = Op::Truncate {
-                ino: ino(&meta),
-                mtime_ns: super::index::mtime_ns(&meta),
-            };
-            Ok((file, vec![op]))
+    fn open_spare(&self, path: &Path) -> io::Result<File> {
+        // Opening changes nothing on disk: no record.
+        self.op(OpKind::OpenSpare, path, |_| {
+            Ok((RealFs.open_spare(path)?, vec![]))
         })
     }
 

@@ -10,8 +10,8 @@ pub enum OpKind {
     CreateDir,
     /// Creating a new file.
     CreateNew,
-    /// Opening a spare file, emptied.
-    OpenTruncate,
+    /// Opening a spare file (empty) to write it.
+    OpenSpare,
     /// Opening the index log.
     OpenAppend,
     /// Opening a file to read.
@@ -94,13 +94,6 @@ pub enum Op {
         /// Its inode.
         ino: u64,
         /// Its modification time afterwards (ns since the epoch).
-        mtime_ns: i64,
-    },
-    /// A file was emptied.
-    Truncate {
-        /// Its inode.
-        ino: u64,
-        /// Its modification time afterwards.
         mtime_ns: i64,
     },
     /// Bytes were written into a file at `offset`.
