@@ -50,6 +50,11 @@ impl Timestamp {
         self.0.timestamp_millis()
     }
 
+    /// The year (proleptic Gregorian, UTC).
+    pub(crate) fn year(&self) -> i32 {
+        self.0.naive_utc().year()
+    }
+
     /// The chrono value.
     pub fn as_datetime(&self) -> DateTime<Utc> {
         self.0
