@@ -50,6 +50,11 @@ impl Timestamp {
         self.0.timestamp_millis()
     }
 
+    /// The year (proleptic Gregorian, UTC).
+    pub(crate) fn year(&self) -> i32 {
+        self.0.naive_utc().year()
+    }
+
     /// The chrono value.
     pub fn as_datetime(&self) -> DateTime<Utc> {
         self.0
@@ -260,6 +265,102 @@ mod tests {
         assert!(Timestamp::parse("2025-02-30T00:00:00.000000Z").is_err());
         assert!(Timestamp::parse("2025-02-03T24:00:00.000000Z").is_err());
         assert!(serde_json::from_str::<Timestamp>("17").is_err());
+    }
+
+    /// What chrono alone makes of `s`.
+    fn by_chrono(s: &str) -> Option<Timestamp> {
+        DateTime::parse_from_rfc3339(s)
+            .ok()
+            .map(|d| Timestamp::from_micros(d.with_timezone(&Utc).timestamp_micros()))
+    }
+
+    /// `Timestamp::parse` gives what chrono gives; when the canonical reader answers, it answers
+    /// that too; and it does answer for every canonical form of a real time (no leap second).
+    fn agrees(s: &str) {
+        let chrono = by_chrono(s);
+        assert_eq!(Timestamp::parse(s).ok(), chrono, "{s}");
+        let fast = Timestamp::parse_canonical(s.as_bytes());
+        if fast.is_some() {
+            assert_eq!(fast, chrono, "{s}");
+        }
+        let canonical_shape = s.len() == 27 && s.get(17..19).is_some_and(|sec| sec != "60");
+        if chrono.is_some_and(|t| t.to_string() == s) && canonical_shape {
+            assert!(fast.is_some(), "the canonical reader refused {s}");
+        }
+    }
+
+    #[test]
+    fn canonical_reader_agrees_with_chrono_on_dates() {
+        // Leap and common years, centuries, the ends of the range.
+        for year in [
+            0, 1, 4, 99, 100, 200, 400, 1600, 1900, 1970, 2000, 2023, 2024, 2100, 9999,
+        ] {
+            for month in 0..=13 {
+                for day in 0..=32 {
+                    for time in ["00:00:00.000000", "23:59:59.999999", "12:34:56.000001"] {
+                        agrees(&format!("{year:04}-{month:02}-{day:02}T{time}Z"));
+                    }
+                }
+            }
+        }
+        assert!(Timestamp::parse_canonical(b"2024-02-29T00:00:00.000000Z").is_some());
+        assert!(Timestamp::parse_canonical(b"2023-02-29T00:00:00.000000Z").is_none());
+        assert!(Timestamp::parse_canonical(b"2000-02-29T00:00:00.000000Z").is_some());
+        assert!(Timestamp::parse_canonical(b"1900-02-29T00:00:00.000000Z").is_none());
+    }
+
+    #[test]
+    fn canonical_reader_agrees_with_chrono_on_times() {
+        for hour in 0..=25 {
+            for minute in [0, 1, 58, 59, 60, 61, 99] {
+                for second in [0, 1, 58, 59, 60, 61, 99] {
+                    for micro in [0, 1, 999_999] {
+                        agrees(&format!(
+                            "2026-12-31T{hour:02}:{minute:02}:{second:02}.{micro:06}Z"
+                        ));
+                    }
+                }
+            }
+        }
+        // A leap second is chrono's to read.
+        assert!(Timestamp::parse_canonical(b"2016-12-31T23:59:60.000000Z").is_none());
+        assert!(Timestamp::parse("2016-12-31T23:59:60.000000Z").is_ok());
+    }
+
+    #[test]
+    fn canonical_reader_agrees_with_chrono_on_other_forms() {
+        let base = "2025-02-05T21:20:00.123456Z";
+        agrees(base);
+        // Every byte replaced by something else, one at a time.
+        for i in 0..base.len() {
+            for c in [
+                '0', '1', '5', '9', '/', ':', '-', '+', '.', 'T', 't', 'Z', 'z', ' ', 'a',
+            ] {
+                let mut s = base.to_string();
+                s.replace_range(i..=i, c.encode_utf8(&mut [0; 4]));
+                agrees(&s);
+            }
+            agrees(&format!("{}{}", &base[..i], &base[i + 1..]));
+        }
+        for s in [
+            "2025-02-05T21:20:00Z",
+            "2025-02-05T21:20:00.1Z",
+            "2025-02-05T21:20:00.1234567Z",
+            "2025-02-05T21:20:00.123456+00:00",
+            "2025-02-05T21:20:00.123456-00:30",
+            "2025-02-05T23:20:00.123456+02:00",
+            "2025-02-05t21:20:00.123456z",
+            "2025-02-05 21:20:00.123456Z",
+            "2025-02-05T21:20:00.123456Z ",
+            " 2025-02-05T21:20:00.123456Z",
+            "+2025-02-05T21:20:00.12345Z",
+            "-025-02-05T21:20:00.123456Z",
+            "2025-02-05T21:20:00.123456\u{0}",
+            "２025-02-05T21:20:00.12345Z",
+            "",
+        ] {
+            agrees(s);
+        }
     }
 
     #[test]

@@ -13,6 +13,27 @@ use serde_json::Value;
 /// Checks what the type system cannot: values the schema would refuse.
 pub fn check(ckpt: &Checkpoint) -> Result<(), EncodeError> {
     check_depth(ckpt, Limits::default().max_depth)?;
+    check_values(ckpt)
+}
+
+/// Whether `s` has at most `max` characters: its byte length says so without counting when it
+/// is at most `max` (a character is at least one byte).
+fn at_most(s: &str, max: usize) -> bool {
+    s.len() <= max || s.chars().count() <= max
+}
+
+/// Whether `s` has 1 to `max` characters.
+fn one_to(s: &str, max: usize) -> bool {
+    !s.is_empty() && at_most(s, max)
+}
+
+/// Whether a timestamp's year is one RFC 3339 can write (0000 to 9999).
+fn years_ok(t: &crate::Timestamp) -> bool {
+    (0..=9999).contains(&t.year())
+}
+
+/// [`check`] without its [`check_depth`] at the default limit.
+pub(super) fn check_values(ckpt: &Checkpoint) -> Result<(), EncodeError> {
     let bad = |pointer: String, message: &str| {
         Err(EncodeError::Invalid {
             pointer,
@@ -25,19 +46,17 @@ pub fn check(ckpt: &Checkpoint) -> Result<(), EncodeError> {
             "only the current format version can be written",
         );
     }
-    if ckpt.schema.is_empty() || ckpt.schema.chars().count() > 512 {
+    if !one_to(&ckpt.schema, 512) {
         return bad("/$schema".into(), "$schema must be 1 to 512 characters");
     }
-    if ckpt.agent_id.is_empty() || ckpt.agent_id.chars().count() > 256 {
+    if !one_to(&ckpt.agent_id, 256) {
         return bad("/agent_id".into(), "agent id must be 1 to 256 characters");
     }
-    let years_ok =
-        |t: &crate::Timestamp| (0..=9999).contains(&chrono::Datelike::year(&t.as_datetime()));
     if !years_ok(&ckpt.timestamp) {
         return bad("/timestamp".into(), "year outside 0000-9999");
     }
     let md = &ckpt.metadata;
-    if md.name.as_ref().is_some_and(|n| n.chars().count() > 256) {
+    if md.name.as_ref().is_some_and(|n| !at_most(n, 256)) {
         return bad("/metadata/name".into(), "name longer than 256 characters");
     }
     if !is_snake_word(md.checkpoint_reason.as_str()) {
@@ -47,7 +66,7 @@ pub fn check(ckpt: &Checkpoint) -> Result<(), EncodeError> {
         );
     }
     for (i, l) in md.labels.iter().enumerate() {
-        if l.is_empty() || l.chars().count() > 128 || md.labels[..i].contains(l) {
+        if !one_to(l, 128) || md.labels[..i].contains(l) {
             return bad(
                 format!("/metadata/labels/{i}"),
                 "labels must be unique, 1 to 128 characters",
@@ -70,7 +89,7 @@ pub fn check(ckpt: &Checkpoint) -> Result<(), EncodeError> {
         if !is_snake_word(&t.kind) {
             return bad(p("type"), "thought type must be a snake_case word");
         }
-        if t.id.is_empty() || t.id.chars().count() > 256 {
+        if !one_to(&t.id, 256) {
             return bad(p("id"), "thought id must be 1 to 256 characters");
         }
         if t.confidence.is_some_and(|c| !(0.0..=1.0).contains(&c)) {
@@ -79,10 +98,7 @@ pub fn check(ckpt: &Checkpoint) -> Result<(), EncodeError> {
         if !years_ok(&t.created_at) {
             return bad(p("created_at"), "year outside 0000-9999");
         }
-        if t.parent_id
-            .as_ref()
-            .is_some_and(|id| id.is_empty() || id.chars().count() > 256)
-        {
+        if t.parent_id.as_ref().is_some_and(|id| !one_to(id, 256)) {
             return bad(
                 p("parent_id"),
                 "parent thought id must be 1 to 256 characters",
@@ -97,10 +113,10 @@ pub fn check(ckpt: &Checkpoint) -> Result<(), EncodeError> {
     }
     for (i, c) in ckpt.snapshot.tool_state.calls.iter().enumerate() {
         let p = |f: &str| format!("/snapshot/tool_state/calls/{i}/{f}");
-        if c.id.is_empty() || c.id.chars().count() > 256 {
+        if !one_to(&c.id, 256) {
             return bad(p("id"), "tool call id must be 1 to 256 characters");
         }
-        if c.tool_id.is_empty() || c.tool_id.chars().count() > 256 {
+        if !one_to(&c.tool_id, 256) {
             return bad(p("tool_id"), "tool id must be 1 to 256 characters");
         }
         for (f, t) in [
@@ -135,8 +151,18 @@ pub fn check(ckpt: &Checkpoint) -> Result<(), EncodeError> {
 /// ambiguous (for diff, resume and the database): the second is refused.
 fn check_unique_ids(ckpt: &Checkpoint) -> Result<(), EncodeError> {
     fn first_repeat<'a>(ids: impl Iterator<Item = &'a str>) -> Option<(usize, &'a str)> {
-        let mut seen = std::collections::HashSet::new();
-        ids.enumerate().find(|(_, id)| !seen.insert(*id))
+        let ids: Vec<&str> = ids.collect();
+        // Sorting finds whether any id repeats without hashing every one (most lists have
+        // none); only then is the first repeat looked for, in order.
+        let mut sorted = ids.clone();
+        sorted.sort_unstable();
+        if sorted.windows(2).all(|w| w[0] != w[1]) {
+            return None;
+        }
+        let mut seen = std::collections::HashSet::with_capacity(ids.len());
+        ids.into_iter()
+            .enumerate()
+            .find(|(_, id)| !seen.insert(*id))
     }
     let s = &ckpt.snapshot;
     let lists = [
@@ -171,8 +197,6 @@ fn check_unique_ids(ckpt: &Checkpoint) -> Result<(), EncodeError> {
 fn check_plan(ckpt: &Checkpoint) -> Result<(), EncodeError> {
     let progress = &ckpt.snapshot.progress;
     let bad = |pointer: String, message: String| Err(EncodeError::Invalid { pointer, message });
-    let years_ok =
-        |t: &crate::Timestamp| (0..=9999).contains(&chrono::Datelike::year(&t.as_datetime()));
     let ids: std::collections::HashSet<&str> =
         progress.plan.iter().map(|s| s.id.as_str()).collect();
     for (i, step) in progress.plan.iter().enumerate() {
@@ -180,11 +204,7 @@ fn check_plan(ckpt: &Checkpoint) -> Result<(), EncodeError> {
         if let Err(e) = crate::id::check_id(&step.id) {
             return bad(p("id"), format!("plan step id: {e}"));
         }
-        if step
-            .action
-            .as_ref()
-            .is_some_and(|a| a.is_empty() || a.chars().count() > 256)
-        {
+        if step.action.as_ref().is_some_and(|a| !one_to(a, 256)) {
             return bad(p("action"), "action must be 1 to 256 characters".into());
         }
         for (j, d) in step.dependencies.iter().enumerate() {
@@ -321,4 +341,128 @@ pub(super) fn check_depth(c: &Checkpoint, max: usize) -> Result<(), EncodeError>
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::model::{CheckpointReason, Thought, ToolCall, ToolStatus};
+    use crate::{CheckpointId, ExecutionId, Timestamp};
+
+    #[test]
+    fn lengths_are_counted_in_characters() {
+        for s in ["", "a", "é", "éé", "aé", "日本語", "a日b", "😀😀"] {
+            for max in 0..8 {
+                let chars = s.chars().count();
+                assert_eq!(at_most(s, max), chars <= max, "{s:?} {max}");
+                assert_eq!(one_to(s, max), (1..=max).contains(&chars), "{s:?} {max}");
+            }
+        }
+        // 256 two-byte characters: 512 bytes, within 256 characters.
+        let wide = "é".repeat(256);
+        assert!(one_to(&wide, 256));
+        assert!(!one_to(&format!("{wide}a"), 256));
+        assert!(one_to(&"a".repeat(256), 256));
+        assert!(!one_to(&"a".repeat(257), 256));
+    }
+
+    fn thought(id: &str) -> Thought {
+        Thought {
+            id: id.into(),
+            kind: "reasoning".into(),
+            content: String::new(),
+            confidence: None,
+            parent_id: None,
+            created_at: Timestamp::from_micros(0),
+            reasoning: None,
+            alternatives: Vec::new(),
+            children: Vec::new(),
+            metadata: Default::default(),
+            extensions: Default::default(),
+        }
+    }
+
+    fn call(id: &str) -> ToolCall {
+        ToolCall {
+            id: id.into(),
+            tool_id: "t".into(),
+            args: serde_json::json!({}),
+            status: ToolStatus::Pending,
+            result: None,
+            success: None,
+            error: None,
+            started_at: None,
+            completed_at: None,
+            duration_ms: None,
+            extensions: Default::default(),
+        }
+    }
+
+    fn with(thoughts: &[&str], calls: &[&str]) -> Checkpoint {
+        let mut c = Checkpoint::new(
+            CheckpointId::new("ckpt_1").unwrap(),
+            ExecutionId::new("exec_1").unwrap(),
+            "agent",
+            Timestamp::from_micros(0),
+            CheckpointReason::Manual,
+        );
+        c.snapshot.thought_chain.thoughts = thoughts.iter().map(|t| thought(t)).collect();
+        c.snapshot.tool_state.calls = calls.iter().map(|t| call(t)).collect();
+        c
+    }
+
+    fn pointer(c: &Checkpoint) -> Option<String> {
+        check(c)
+            .err()
+            .map(|EncodeError::Invalid { pointer, .. }| pointer)
+    }
+
+    #[test]
+    fn the_first_repeated_id_in_order_is_named() {
+        assert_eq!(pointer(&with(&["a", "b", "c"], &["a", "b"])), None);
+        // "b" repeats at 3 before "a" does at 4, though "a" sorts first.
+        assert_eq!(
+            pointer(&with(&["a", "b", "c", "b", "a"], &[])),
+            Some("/snapshot/thought_chain/thoughts/3/id".into())
+        );
+        assert_eq!(
+            pointer(&with(&["x"], &["c", "a", "c", "c"])),
+            Some("/snapshot/tool_state/calls/2/id".into())
+        );
+        let err = check(&with(&["z", "z"], &[])).unwrap_err();
+        let EncodeError::Invalid { message, .. } = err;
+        assert_eq!(message, "duplicate thought id \"z\": ids must be unique");
+    }
+
+    #[test]
+    fn snake_words_are_ascii() {
+        let by_chars = |s: &str| {
+            let mut chars = s.chars();
+            matches!(chars.next(), Some('a'..='z'))
+                && s.len() <= 64
+                && chars.all(|c| matches!(c, 'a'..='z' | '0'..='9' | '_'))
+        };
+        let long = "a".repeat(64);
+        let longer = "a".repeat(65);
+        for s in [
+            "",
+            "a",
+            "a_1",
+            "_a",
+            "1a",
+            "A",
+            "aB",
+            "a-b",
+            "é",
+            "aé",
+            "a\u{0}",
+            "a b",
+            &long,
+            &longer,
+            "thought_completed",
+            "x日",
+        ] {
+            assert_eq!(is_snake_word(s), by_chars(s), "{s:?}");
+        }
+    }
 }

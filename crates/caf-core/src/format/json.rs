@@ -2,6 +2,7 @@
 //! and nesting deeper than a limit, and reports where (a JSON Pointer) it stopped.
 
 use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
+use serde_json::map::Entry;
 use serde_json::{Map, Value};
 use std::cell::RefCell;
 use std::fmt;
@@ -113,14 +114,19 @@ impl Seed<'_> {
         let inner = self.enter()?;
         let mut out = Map::new();
         while let Some(key) = map.next_key::<String>()? {
-            if out.contains_key(&key) {
-                let err = de::Error::custom(format_args!("duplicate key {key:?}"));
-                self.state.borrow_mut().stop = Some(Stop::Duplicate(key));
-                return Err(err);
+            match out.entry(key) {
+                Entry::Occupied(o) => {
+                    let key = o.key().clone();
+                    let err = de::Error::custom(format_args!("duplicate key {key:?}"));
+                    self.state.borrow_mut().stop = Some(Stop::Duplicate(key));
+                    return Err(err);
+                }
+                Entry::Vacant(e) => {
+                    let v = map.next_value_seed(inner);
+                    let v = self.unwinding(v, || e.key().clone())?;
+                    e.insert(v);
+                }
             }
-            let v = map.next_value_seed(inner);
-            let v = self.unwinding(v, || key.clone())?;
-            out.insert(key, v);
         }
         Ok(out)
     }

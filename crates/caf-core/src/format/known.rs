@@ -28,7 +28,7 @@
 //! A first look at the end of the file (a current-version document, as caf lays it out, ends with
 //! its `version` line) spares files of older versions the hash and the typed parse.
 
-use super::check::{check, check_depth, STRUCTURAL_DEPTH};
+use super::check::{check_depth, check_values, STRUCTURAL_DEPTH};
 use super::codec::{decode, Decoded, Limits, MAX_DEPTH_CAP};
 use super::error::LoadError;
 use super::model::{Checkpoint, JsonObject, Metadata, Snapshot};
@@ -170,8 +170,10 @@ fn fast(
         return None;
     }
     let checkpoint = stored.into_checkpoint();
-    check_depth(&checkpoint, max_depth).ok()?;
-    check(&checkpoint).ok()?;
+    // `check` is `check_depth` at the default limit and then `check_values`; a value that fits
+    // the smaller of two limits fits both.
+    check_depth(&checkpoint, max_depth.min(Limits::default().max_depth)).ok()?;
+    check_values(&checkpoint).ok()?;
     Some(Decoded {
         checkpoint,
         source_version: CURRENT_VERSION.to_string(),

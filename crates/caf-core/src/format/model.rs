@@ -181,10 +181,12 @@ pub struct BadReason(pub String);
 
 /// Whether `s` is a lower-case snake_case word of 1 to 64 characters starting with a letter.
 pub fn is_snake_word(s: &str) -> bool {
-    let mut chars = s.chars();
-    matches!(chars.next(), Some('a'..='z'))
-        && s.len() <= 64
-        && chars.all(|c| matches!(c, 'a'..='z' | '0'..='9' | '_'))
+    // Bytes rather than characters: a byte of a multi-byte character is never one of these.
+    let b = s.as_bytes();
+    matches!(b.first(), Some(b'a'..=b'z'))
+        && b.len() <= 64
+        && b.iter()
+            .all(|c| matches!(c, b'a'..=b'z' | b'0'..=b'9' | b'_'))
 }
 
 impl TryFrom<String> for CheckpointReason {
