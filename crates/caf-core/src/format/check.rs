@@ -346,7 +346,7 @@ pub(super) fn check_depth(c: &Checkpoint, max: usize) -> Result<(), EncodeError>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::format::model::{CheckpointReason, Thought, ToolCall, ToolStatus};
+    use crate::format::model::{CheckpointReason, Thought, ToolCall};
     use crate::{CheckpointId, ExecutionId, Timestamp};
 
     #[test]
@@ -383,19 +383,7 @@ mod tests {
     }
 
     fn call(id: &str) -> ToolCall {
-        ToolCall {
-            id: id.into(),
-            tool_id: "t".into(),
-            args: serde_json::json!({}),
-            status: ToolStatus::Pending,
-            result: None,
-            success: None,
-            error: None,
-            started_at: None,
-            completed_at: None,
-            duration_ms: None,
-            extensions: Default::default(),
-        }
+        ToolCall::pending(id, "t", serde_json::json!({}))
     }
 
     fn with(thoughts: &[&str], calls: &[&str]) -> Checkpoint {

@@ -425,6 +425,25 @@ pub struct ToolCall {
     pub tool_id: String,
 }
 
+impl ToolCall {
+    /// A call of `tool_id` with `args`, pending: not started, no result, no extensions.
+    pub fn pending(id: impl Into<String>, tool_id: impl Into<String>, args: Value) -> Self {
+        Self {
+            id: id.into(),
+            tool_id: tool_id.into(),
+            args,
+            status: ToolStatus::Pending,
+            result: None,
+            success: None,
+            error: None,
+            started_at: None,
+            completed_at: None,
+            duration_ms: None,
+            extensions: JsonObject::new(),
+        }
+    }
+}
+
 /// The status of a plan step.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
