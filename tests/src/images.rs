@@ -5,7 +5,7 @@
 //! The model of the file system, for a power loss just before record `at`:
 //!
 //! - an operation is **covered** when a later sync (still before the cut) made it durable: a
-//!   file's `fdatasync` covers the writes and truncations of that file before it; a directory's
+//!   file's `fdatasync` covers the writes of that file before it; a directory's
 //!   `fsync` covers the entries made, renamed to or removed in that directory before it (a
 //!   rename counts for the directory it renames into, and is atomic); `syncfs` covers
 //!   everything before it;

@@ -1,6 +1,6 @@
 //! Power loss below the file system: a store saves, deletes and flushes through caf's test
 //! double of the file system ([`caf_core::store::TestFs`]), which records every operation that
-//! changes the disk (create, write at an offset, truncate, rename, unlink, `fdatasync`, a
+//! changes the disk (create, write at an offset, rename, unlink, `fdatasync`, a
 //! directory's `fsync`, `syncfs`) with the inode it touched. From that record, disk images are
 //! rebuilt as a power loss may leave them, cut at every point of the record: what a sync
 //! covered is on the disk, everything else is kept, dropped or torn at random (the model is in

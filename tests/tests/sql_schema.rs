@@ -423,8 +423,8 @@ fn every_row(store: &caf_sql::SqlStore) -> BTreeMap<&'static str, Vec<Vec<serde_
 }
 
 /// The indexes, keys and WITHOUT ROWID tables are deliberate: a save writes about one page per
-/// b-tree it changes (`docs/sql.md`, "Indexes"; `sql_pages.rs`). PostgreSQL has five named
-/// indexes more than SQLite (the items' `…_current` and `…_execution`); on SQLite the labels and the unflushed files keep their rows in their
+/// b-tree it changes (`docs/sql.md`, "Indexes"; `sql_pages.rs`). PostgreSQL has three named
+/// indexes more than SQLite (the items' `…_current`); on SQLite the labels and the unflushed files keep their rows in their
 /// key's b-tree (no `sqlite_autoindex_…`), and the key of `entries` puts the rows of one save
 /// together.
 #[test]
@@ -468,16 +468,14 @@ fn the_indexes_are_those_the_queries_need() {
                 .map(String::from),
             );
         } else {
-            // PostgreSQL's concurrent writers are ordered by the unique `…_current` indexes;
-            // SQLite's save runs alone and reaches items through their key (`…_fewer_item_indexes`).
+            // PostgreSQL's save looks current revisions up in the unique `…_current` indexes;
+            // SQLite's closes them through the items' key (`…_fewer_item_indexes`).
             want.extend(
                 [
                     "checkpoints_line_id_seq_key",
                     "steps_current",
                     "thoughts_current",
-                    "thoughts_execution",
                     "tool_calls_current",
-                    "tool_calls_execution",
                 ]
                 .map(String::from),
             );
@@ -617,4 +615,54 @@ fn a_database_of_the_previous_schema_migrates_keeping_every_row() {
     }
     let rows = sql(&store, "SELECT COUNT(*) FROM checkpoints").rows[0][0].clone();
     assert_eq!(rows, json!(before.1.len() + rest.len()));
+}
+
+/// On SQLite, with no index of the items on their execution or current revision
+/// (`…_fewer_item_indexes`), the statements that used them still search the items' key: a save
+/// closing current revisions, statistics of one execution, deleting an execution. (A plan that
+/// scans a table would make each of them read every revision of every execution.)
+#[test]
+fn sqlite_reaches_items_through_their_key() {
+    use diesel::{Connection, QueryableByName, RunQueryDsl};
+    #[derive(QueryableByName)]
+    struct Step {
+        #[diesel(sql_type = diesel::sql_types::Text)]
+        detail: String,
+    }
+    let db = TempSql::sqlite();
+    for c in agent_run(1, 3) {
+        db.save(&c).unwrap();
+    }
+    let mut c =
+        diesel::SqliteConnection::establish(&db.sqlite_path().unwrap().display().to_string())
+            .unwrap();
+    let of_execution = "line_id IN (SELECT id FROM lines WHERE execution_id = 'e')";
+    for table in ["thoughts", "tool_calls", "steps"] {
+        let statements = [
+            format!(
+                "UPDATE {table} SET to_seq = 9 WHERE line_id = 1 AND to_seq IS NULL \
+                 AND position IN (1, 2)"
+            ),
+            format!(
+                "SELECT execution_id, COUNT(DISTINCT from_seq) FROM {table} \
+                 WHERE {of_execution} GROUP BY execution_id"
+            ),
+            format!("DELETE FROM {table} WHERE {of_execution}"),
+        ];
+        for sql in statements {
+            let plan: Vec<String> = diesel::sql_query(format!("EXPLAIN QUERY PLAN {sql}"))
+                .load::<Step>(&mut c)
+                .unwrap()
+                .into_iter()
+                .map(|s| s.detail)
+                .collect();
+            let key = format!("sqlite_autoindex_{table}_1 (line_id=?");
+            assert!(
+                plan.iter()
+                    .any(|d| d.starts_with(&format!("SEARCH {table} USING")) && d.contains(&key))
+                    && !plan.iter().any(|d| d.starts_with(&format!("SCAN {table}"))),
+                "{sql}: {plan:?}"
+            );
+        }
+    }
 }

@@ -112,7 +112,7 @@ fn every_internal_name_is_refused_as_a_link_even_one_not_made_yet() {
 #[test]
 fn a_link_planted_in_place_of_a_spare_file_is_not_written_through() {
     // A hybrid store makes empty spare files in .caf/tmp for its next saves; one replaced by a
-    // link to a file elsewhere must not be truncated or written.
+    // link to a file elsewhere must not be written into.
     let (sb, outside) = setup();
     let victim = outside.join("precious.txt");
     let location = caf_sql::Location::new(sb.store(), None, false);

@@ -309,17 +309,9 @@ impl RuntimeState {
     ) -> String {
         let id = self.next_id("call");
         self.snapshot.tool_state.calls.push(ToolCall {
-            id: id.clone(),
-            tool_id: tool_id.clone(),
-            args,
             status,
-            result: None,
-            success: None,
-            error: None,
             started_at,
-            completed_at: None,
-            duration_ms: None,
-            extensions: Default::default(),
+            ..ToolCall::pending(id.clone(), tool_id.clone(), args)
         });
         self.snapshot.tool_state.last_call_id = Some(id.clone());
         self.dirty.tool_calls_changed.insert(id.clone());
