@@ -132,7 +132,7 @@ struct CountRow {
 
 /// Runs `sql` on a table with a `line_id` (with `?` for the optional execution id, appended as
 /// `{where}` / `{and}`). An execution's rows are found through its lines: `lines_execution`,
-/// then the table's key, which starts with `line_id` (SQLite has no index of the item tables on
+/// then the table's key, which starts with `line_id` (no index of the items is on
 /// `execution_id`: see the migration `…_fewer_item_indexes`).
 fn counts(
     conn: &mut AnyConnection,
