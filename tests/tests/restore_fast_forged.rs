@@ -277,3 +277,34 @@ fn what_a_forged_record_can_pass_is_a_valid_value_spelled_otherwise() {
         assert_eq!(decode(&again, &limits).unwrap().checkpoint, read, "{what}");
     }
 }
+
+/// A document nested deeper than caf ever writes (65 to 70 levels: `encode` refuses more than
+/// 64), with a checksum that matches it, read with a limit above that: the fast path refuses it
+/// as `decode` does, which never reads past 64 levels whatever the limit asked for.
+#[test]
+fn nesting_past_what_caf_writes_is_refused_under_a_larger_limit() {
+    let golden = std::fs::read(fixtures().join("v1.1.0/full.json")).unwrap();
+    let mut doc: Value = serde_json::from_slice(&golden).unwrap();
+    doc.as_object_mut().unwrap().remove("integrity");
+    let limits = Limits {
+        max_depth: 100,
+        ..Limits::default()
+    };
+    for depth in 65..=70 {
+        // The root object, snapshot, context, variables, then arrays down to `depth` levels.
+        let mut v = json!([]);
+        for _ in 0..depth - 5 {
+            v = json!([v]);
+        }
+        let mut deep = doc.clone();
+        deep["snapshot"]["context"]["variables"]["deep"] = v;
+        let (bytes, record) = forged(&deep, |t| t);
+        let full = decode(&bytes, &limits);
+        assert!(full.is_err(), "depth {depth}");
+        assert!(
+            fast_path(&bytes, &limits, &record).is_none(),
+            "depth {depth}"
+        );
+        assert_eq!(decode_known(&bytes, &limits, &record), full);
+    }
+}
