@@ -153,9 +153,9 @@ pub(crate) fn stage_into_spare_in<F: Fs>(
     // Only the regular file this process made, still empty: a link planted in its place (it
     // could point anywhere) is neither followed nor written into (`open_spare` does not follow
     // a symbolic link; a hard link is refused by its link count), and a file with bytes in it
-    // is not used (they would outlast a shorter checkpoint).
+    // (they would outlast a shorter checkpoint) is not used: the open file says so.
     let made = std::fs::symlink_metadata(&spare).ok()?;
-    if !made.file_type().is_file() || linked_elsewhere(&made) || made.len() != 0 {
+    if !made.file_type().is_file() || linked_elsewhere(&made) {
         return None;
     }
     let file = fs.open_spare(&spare).ok()?;
