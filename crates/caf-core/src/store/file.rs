@@ -728,7 +728,7 @@ fn reconcile<F: Fs>(
         }
     }
     let before = (index.entries.len(), index.damaged.len());
-    index.entries.retain(|id, _| seen.contains(id));
+    index.entries.retain(|id| seen.contains(id));
     index.damaged.retain(|id, _| seen_damaged.contains(id));
     changed |= (index.entries.len(), index.damaged.len()) != before;
     Ok(Reconciled {
@@ -829,9 +829,7 @@ impl<F: Fs> CheckpointStore for FileStore<F> {
             index.refresh()?;
             index
                 .entries
-                .values()
-                .filter(|e| &e.summary.execution_id == execution_id)
-                .min_by(|a, b| CheckpointSummary::newest_first(&a.summary, &b.summary))
+                .newest_of(execution_id)
                 .map(|e| (e.summary.id.clone(), e.integrity.clone()))
         };
         match newest {
@@ -870,11 +868,16 @@ impl<F: Fs> CheckpointStore for FileStore<F> {
     fn list(&self, filter: &ListFilter) -> Result<Vec<CheckpointSummary>> {
         let mut index = self.index();
         index.refresh()?;
-        let items = index
-            .entries
-            .values()
-            .filter(|e| filter.matches(&e.summary))
-            .map(|e| e.summary.clone());
+        let summaries = |entries: &mut dyn Iterator<Item = &Entry>| -> Vec<CheckpointSummary> {
+            entries
+                .filter(|e| filter.matches(&e.summary))
+                .map(|e| e.summary.clone())
+                .collect()
+        };
+        let items = match &filter.execution_id {
+            Some(execution) => summaries(&mut index.entries.of_execution(execution)),
+            None => summaries(&mut index.entries.values()),
+        };
         Ok(filter.apply(items))
     }
 
@@ -907,8 +910,7 @@ impl<F: Fs> CheckpointStore for FileStore<F> {
         index.refresh()?;
         let ids: Vec<CheckpointId> = index
             .entries
-            .values()
-            .filter(|e| &e.summary.execution_id == execution_id)
+            .of_execution(execution_id)
             .map(|e| e.summary.id.clone())
             .collect();
         let mut removed = Vec::new();

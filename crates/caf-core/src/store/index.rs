@@ -6,7 +6,10 @@
 //! reconciles the log with the directory (new, changed and vanished files) and, if anything
 //! differed, rewrites the log atomically under an exclusive lock. A torn last line (a writer
 //! killed mid-append) is ignored and repaired by the next reconcile. Another process's appends
-//! are picked up by reading the log's new tail before each listing.
+//! are picked up by reading the log's new tail before each listing; a writer's own appends count
+//! as read when nothing else was appended before them, so they are not parsed again. In memory,
+//! each execution's entries are kept in time order ([`Entries`]): `latest` and listing one
+//! execution do not scan the whole store.
 //!
 //! The log also remembers, for a file that was indexed and later found damaged, the summary it
 //! had while it was whole (a `bad` record): a restore can then still tell which execution the
@@ -16,6 +19,7 @@
 
 use super::atomic::{write_atomic_in, AtomicWriteOptions};
 use super::fs::{create_dir_durable, read_to_end, write_all, Fs};
+use super::index_entries::Entries;
 use super::CheckpointSummary;
 use crate::error::{Error, Result};
 use crate::id::CheckpointId;
@@ -90,24 +94,52 @@ fn parse_line(line: &[u8]) -> Option<Record> {
     serde_json::from_slice::<Record>(&line[start..]).ok()
 }
 
-impl IndexSnapshot {
-    /// Applies one line of the log; a line that does not parse (a torn last line) is ignored.
-    fn apply(&mut self, line: &[u8]) {
-        match parse_line(line) {
-            Some(Record::Put(e)) => {
-                self.damaged.remove(&e.summary.id);
-                self.entries.insert(e.summary.id.clone(), e);
-            }
-            Some(Record::Bad(e)) => {
-                self.entries.remove(&e.summary.id);
-                self.damaged.insert(e.summary.id.clone(), e);
-            }
-            Some(Record::Del { id }) => {
-                self.entries.remove(&id);
-                self.damaged.remove(&id);
-            }
-            None => {} // a torn line from a killed writer; reconcile repairs it
+/// A map of entries by id that records of the log apply to: the [`IndexSnapshot`]'s plain
+/// map, or the live index's [`Entries`].
+trait EntryMap {
+    fn insert(&mut self, id: CheckpointId, entry: Entry) -> Option<Entry>;
+    fn remove(&mut self, id: &CheckpointId) -> Option<Entry>;
+}
+
+impl EntryMap for HashMap<CheckpointId, Entry> {
+    fn insert(&mut self, id: CheckpointId, entry: Entry) -> Option<Entry> {
+        HashMap::insert(self, id, entry)
+    }
+    fn remove(&mut self, id: &CheckpointId) -> Option<Entry> {
+        HashMap::remove(self, id)
+    }
+}
+
+impl EntryMap for Entries {
+    fn insert(&mut self, id: CheckpointId, entry: Entry) -> Option<Entry> {
+        Entries::insert(self, id, entry)
+    }
+    fn remove(&mut self, id: &CheckpointId) -> Option<Entry> {
+        Entries::remove(self, id)
+    }
+}
+
+/// Applies one line of the log to `entries` and `damaged`; a line that does not parse (a torn
+/// last line) is ignored.
+fn apply_line(
+    entries: &mut impl EntryMap,
+    damaged: &mut HashMap<CheckpointId, Entry>,
+    line: &[u8],
+) {
+    match parse_line(line) {
+        Some(Record::Put(e)) => {
+            damaged.remove(&e.summary.id);
+            entries.insert(e.summary.id.clone(), e);
         }
+        Some(Record::Bad(e)) => {
+            entries.remove(&e.summary.id);
+            damaged.insert(e.summary.id.clone(), e);
+        }
+        Some(Record::Del { id }) => {
+            entries.remove(&id);
+            damaged.remove(&id);
+        }
+        None => {} // a torn line from a killed writer; reconcile repairs it
     }
 }
 
@@ -124,7 +156,7 @@ pub fn read_index(dir: &Path) -> Result<Option<IndexSnapshot>> {
     let mut snapshot = IndexSnapshot::default();
     let end = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |e| e + 1);
     for line in bytes[..end].split(|&b| b == b'\n') {
-        snapshot.apply(line);
+        apply_line(&mut snapshot.entries, &mut snapshot.damaged, line);
     }
     Ok(Some(snapshot))
 }
@@ -166,7 +198,7 @@ struct Log {
 
 /// The in-memory index, optionally backed by the log (written and read through `fs`).
 pub(crate) struct Index<F: Fs> {
-    pub entries: HashMap<CheckpointId, Entry>,
+    pub entries: Entries,
     /// Files found damaged, with the last entry each had while whole (`bad` records).
     pub damaged: HashMap<CheckpointId, Entry>,
     log: Option<Log>,
@@ -184,7 +216,7 @@ impl<F: Fs> Index<F> {
     pub fn open(fs: F, meta_dir: &Path) -> Self {
         let log = Self::open_log(&fs, meta_dir).ok();
         let mut index = Self {
-            entries: HashMap::new(),
+            entries: Entries::default(),
             damaged: HashMap::new(),
             log,
             meta_dir: meta_dir.to_path_buf(),
@@ -198,7 +230,7 @@ impl<F: Fs> Index<F> {
     /// An index that is never written to disk.
     pub fn in_memory(fs: F, meta_dir: &Path) -> Self {
         Self {
-            entries: HashMap::new(),
+            entries: Entries::default(),
             damaged: HashMap::new(),
             log: None,
             meta_dir: meta_dir.to_path_buf(),
@@ -300,17 +332,11 @@ impl<F: Fs> Index<F> {
 
     /// Applies records, one per line, to the index in memory; how many lines there were.
     fn apply_lines(&mut self, lines: &[u8]) -> usize {
-        let mut snapshot = IndexSnapshot {
-            entries: std::mem::take(&mut self.entries),
-            damaged: std::mem::take(&mut self.damaged),
-        };
         let mut count = 0;
         for line in lines.split(|&b| b == b'\n') {
             count += 1;
-            snapshot.apply(line);
+            apply_line(&mut self.entries, &mut self.damaged, line);
         }
-        self.entries = snapshot.entries;
-        self.damaged = snapshot.damaged;
         count
     }
 
@@ -333,15 +359,27 @@ impl<F: Fs> Index<F> {
             log.pending = buf;
             return;
         }
-        let result = (|| {
+        let result = (|| -> Result<()> {
             // The log may have been replaced by a compaction in another process.
             let now = std::fs::metadata(&log.path).map_err(io(&log.path))?;
-            if identity(&now) != log.identity {
+            let replaced = identity(&now) != log.identity;
+            if replaced {
                 log.file = Self::open_append(&self.fs, &log.path)?;
                 log.identity = identity(&log.file.metadata().map_err(io(&log.path))?);
                 log.offset = 0;
             }
-            write_all(&self.fs, &log.file, &log.path, &buf).map_err(io(&log.path))
+            write_all(&self.fs, &log.file, &log.path, &buf).map_err(io(&log.path))?;
+            // Read up to its end before, and grown by exactly these lines since: no other
+            // writer appended in between, so the next refresh need not read them back (they
+            // are in memory already).
+            if !replaced && now.len() == log.offset {
+                let after = log.file.metadata().map_err(io(&log.path))?.len();
+                if after == log.offset + buf.len() as u64 {
+                    log.offset = after;
+                    log.lines += buf.iter().filter(|&&b| b == b'\n').count();
+                }
+            }
+            Ok(())
         })();
         let _ = log.lock.unlock();
         if result.is_err() {
@@ -480,10 +518,14 @@ mod tests {
         glued.truncate(glued.len() / 2);
         glued.extend_from_slice(&whole);
         let mut snapshot = IndexSnapshot::default();
-        snapshot.apply(&glued);
+        apply_line(&mut snapshot.entries, &mut snapshot.damaged, &glued);
         let ids: Vec<&str> = snapshot.entries.keys().map(CheckpointId::as_str).collect();
         assert_eq!(ids, ["ckpt_b"]);
-        snapshot.apply(&whole[..whole.len() - 3]);
+        apply_line(
+            &mut snapshot.entries,
+            &mut snapshot.damaged,
+            &whole[..whole.len() - 3],
+        );
         assert_eq!(snapshot.entries.len(), 1, "a torn line alone is skipped");
     }
 
@@ -546,5 +588,66 @@ mod tests {
         assert_eq!(std::fs::metadata(&path).unwrap().len(), whole);
         cut_torn_tail(&path, 0).unwrap();
         assert_eq!(std::fs::metadata(&path).unwrap().len(), whole, "idempotent");
+    }
+
+    fn entry(id: &str) -> Entry {
+        let c = Checkpoint::new(
+            CheckpointId::new(id).unwrap(),
+            ExecutionId::new("exec_a").unwrap(),
+            "agent",
+            Timestamp::now(),
+            CheckpointReason::Manual,
+        );
+        Entry {
+            summary: CheckpointSummary::of(&c, 10),
+            mtime_ns: 1,
+            integrity: None,
+        }
+    }
+
+    fn ids(index: &Index<crate::store::RealFs>) -> Vec<&str> {
+        let mut ids: Vec<&str> = index
+            .entries
+            .values()
+            .map(|e| e.summary.id.as_str())
+            .collect();
+        ids.sort_unstable();
+        ids
+    }
+
+    /// A writer's own appends are not read back by its next refresh (they are in memory), so
+    /// a process that saved many checkpoints does not parse its whole log again; what another
+    /// writer appended in between still is, along with the appends that followed it.
+    #[test]
+    fn own_appends_are_not_read_back_but_others_are() {
+        let dir = tempfile::tempdir().unwrap();
+        let meta = dir.path().join(".caf");
+        let mut a = Index::open(crate::store::RealFs, &meta);
+        a.put(entry("ckpt_1"));
+        a.put(entry("ckpt_2"));
+        let log_len = std::fs::metadata(meta.join("index.jsonl")).unwrap().len();
+        assert_eq!(
+            a.log.as_ref().unwrap().offset,
+            log_len,
+            "own lines count as read"
+        );
+        assert_eq!(
+            a.log.as_ref().unwrap().lines,
+            2,
+            "and count towards compaction"
+        );
+
+        let mut b = Index::open(crate::store::RealFs, &meta);
+        assert_eq!(ids(&b), ["ckpt_1", "ckpt_2"]);
+        b.put(entry("ckpt_3"));
+        // `a` appends after `b`: it has not read `b`'s line, so it must not skip it.
+        a.put(entry("ckpt_4"));
+        assert_eq!(a.log.as_ref().unwrap().offset, log_len);
+        a.refresh().unwrap();
+        assert_eq!(ids(&a), ["ckpt_1", "ckpt_2", "ckpt_3", "ckpt_4"]);
+        let log_len = std::fs::metadata(meta.join("index.jsonl")).unwrap().len();
+        assert_eq!(a.log.as_ref().unwrap().offset, log_len);
+        b.refresh().unwrap();
+        assert_eq!(ids(&b), ["ckpt_1", "ckpt_2", "ckpt_3", "ckpt_4"]);
     }
 }

@@ -10,6 +10,7 @@ mod background;
 pub(crate) mod file;
 mod fs;
 mod index;
+mod index_entries;
 mod memory;
 #[cfg(any(test, feature = "test-support"))]
 mod test_fs;
