@@ -5,6 +5,7 @@ use crate::connection::AnyConnection;
 use crate::error::SqlError;
 use crate::flusher::{self, Flusher, Reserved};
 use crate::recover::{recover, Recovery};
+use crate::stager::Stager;
 use crate::unflushed::{self, Writer};
 use crate::SqlStore;
 use caf_core::format::Checkpoint;
@@ -13,12 +14,14 @@ use caf_core::{
     CheckpointId, CheckpointStore, CheckpointSummary, DamagedCheckpoint, Error, ExecutionId,
     FileStore, ListFilter, LoadSource, Result,
 };
+use std::cell::RefCell;
 use std::sync::Arc;
 
 /// Files plus a database, kept in sync on every save.
 ///
 /// - **save** encodes the checkpoint once and writes its file beside its place (a temporary
-///   file), commits it to the database with those same bytes, then renames the file into place.
+///   file, on a thread of its own while the rows are written), commits it to the database
+///   with those same bytes once the file is written, then renames the file into place.
 ///   **The commit is the save's one flush**: the file is not flushed itself. The commit also
 ///   records that the file is not yet on disk (the `unflushed_files` table); a background
 ///   thread syncs the file system about once a second and forgets those records. A power loss
@@ -53,6 +56,8 @@ pub struct HybridStore<F: Fs = RealFs> {
     /// Present when files are written without flushing (the database commit is the flush).
     unflushed: Option<(Writer, Flusher<F>)>,
     recovery: Recovery,
+    /// Writes a save's file while its rows are written.
+    stager: Stager,
 }
 
 /// How a [`HybridStore`] works.
@@ -130,6 +135,7 @@ impl<F: Fs> HybridStore<F> {
             sql,
             unflushed,
             recovery,
+            stager: Stager::start(),
         })
     }
 
@@ -176,6 +182,8 @@ impl<F: Fs> HybridStore<F> {
         if let Some((_, mut f)) = self.unflushed.take() {
             f.stop();
         }
+        // The stager holds the files only while it writes one, and every save waits for that.
+        drop(self.stager);
         let sql = match Arc::try_unwrap(self.sql) {
             Ok(sql) => sql,
             // The flusher, the only other holder, has stopped.
@@ -241,22 +249,31 @@ impl<F: Fs> HybridStore<F> {
 
 impl<F: Fs> HybridStore<F> {
     /// Saves a checkpoint already redacted by the file store's redactor, encoded as `bytes`:
-    /// stages its file (as it is: not redacted again), commits its rows, then puts the file in
-    /// place.
-    fn save_redacted(&self, checkpoint: &Checkpoint, bytes: &[u8]) -> Result<CheckpointSummary> {
+    /// stages its file (as it is: not redacted again) on the [`Stager`]'s thread while its rows
+    /// are written, commits them once the file is staged, then puts the file in place.
+    fn save_redacted(&self, checkpoint: &Checkpoint, bytes: Vec<u8>) -> Result<CheckpointSummary> {
         let id = &checkpoint.id;
-        let enc = Encoded::from_bytes(bytes).ok_or_else(|| Error::Encode {
+        let enc = Encoded::from_bytes(&bytes).ok_or_else(|| Error::Encode {
             id: id.to_string(),
             error: caf_core::format::EncodeError::Invalid {
                 pointer: String::new(),
                 message: "no integrity line".into(),
             },
         })?;
-        let staged = self.files.stage_as_is(checkpoint, bytes)?;
+        // The file is written on the stager's thread while the rows are written here; the
+        // commit waits for it, and does not happen if it could not be written.
+        let summary = CheckpointSummary::of(checkpoint, enc.bytes);
+        let staging = RefCell::new(Some(self.stager.stage(&self.files, summary, bytes)));
+        let staged = RefCell::new(None);
         let reserved = self.reserve(1);
         let stored = self.sql.store_encoded_then(checkpoint, &enc, |conn| {
+            // Run again if the transaction is retried: the file is written once.
+            if let Some(staging) = staging.borrow_mut().take() {
+                *staged.borrow_mut() = Some(staging.wait()?);
+            }
             self.record_unflushed(conn, reserved.as_ref(), &[id.as_str()])
         });
+        drop(staging);
         let outcome = match stored {
             Ok((outcome, ())) => {
                 if let Some((_, f)) = &self.unflushed {
@@ -273,10 +290,24 @@ impl<F: Fs> HybridStore<F> {
                 {
                     f.hold(r.first);
                 }
-                return Err(self.sql_error(id, e));
+                return Err(match e {
+                    // The file could not be written: nothing was committed.
+                    SqlError::Core(e) => e,
+                    e => self.sql_error(id, e),
+                });
             }
         };
-        let published = self.files.try_publish(staged);
+        let published = match staged.into_inner() {
+            Some(staged) => self.files.try_publish(staged),
+            // Not seen: a commit runs the closure above, which stages the file or fails.
+            None => Err(caf_core::store::Unpublished {
+                in_place: false,
+                error: Error::io(
+                    self.files.root(),
+                    std::io::Error::other("committed without its file staged"),
+                ),
+            }),
+        };
         if let Some(r) =
             reserved.filter(|_| published.as_ref().map_or_else(|u| u.in_place, |_| true))
         {
@@ -298,7 +329,7 @@ impl<F: Fs> HybridStore<F> {
 impl<F: Fs> CheckpointStore for HybridStore<F> {
     fn save(&self, checkpoint: &Checkpoint) -> Result<CheckpointSummary> {
         let (redacted, bytes) = self.files.redact_and_encode(checkpoint, None, self)?;
-        self.save_redacted(&redacted, &bytes)
+        self.save_redacted(&redacted, bytes.into_owned())
     }
 
     /// Redacts the checkpoint with the file store's rules (encoding it again if that changed
@@ -307,7 +338,7 @@ impl<F: Fs> CheckpointStore for HybridStore<F> {
         let (redacted, bytes) = self
             .files
             .redact_and_encode(checkpoint, Some(bytes), self)?;
-        self.save_redacted(&redacted, &bytes)
+        self.save_redacted(&redacted, bytes.into_owned())
     }
 
     fn load(&self, id: &CheckpointId) -> Result<Checkpoint> {

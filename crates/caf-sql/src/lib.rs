@@ -187,6 +187,7 @@ pub mod schema;
 #[cfg(all(feature = "postgres", feature = "test-support"))]
 mod scratch;
 mod sql_console;
+mod stager;
 mod statement;
 mod store;
 mod unflushed;

@@ -396,7 +396,17 @@ impl<F: Fs> FileStore<F> {
     /// save: redacting twice would scan it twice), and for a file that must be byte for byte
     /// another copy of it (a hybrid store writing a file again from its database).
     pub fn stage_as_is(&self, checkpoint: &Checkpoint, bytes: &[u8]) -> Result<StagedFile<F>> {
-        let path = self.path_of(&checkpoint.id);
+        self.stage_summarized(CheckpointSummary::of(checkpoint, bytes.len() as u64), bytes)
+    }
+
+    /// [`FileStore::stage_as_is`] for the checkpoint `summary` sums up (its `bytes` the length
+    /// of `bytes`): what a thread that does not hold the checkpoint needs to write its file.
+    pub fn stage_summarized(
+        &self,
+        summary: CheckpointSummary,
+        bytes: &[u8],
+    ) -> Result<StagedFile<F>> {
+        let path = self.path_of(&summary.id);
         let spare = self.take_spare();
         let write = self.options.write;
         let staged = match spare.and_then(|s| stage_into_spare_in(&self.fs, s, &path, bytes, write))
@@ -406,7 +416,7 @@ impl<F: Fs> FileStore<F> {
         };
         Ok(StagedFile {
             staged,
-            summary: CheckpointSummary::of(checkpoint, bytes.len() as u64),
+            summary,
             integrity: stated_integrity(bytes),
         })
     }

@@ -8,9 +8,39 @@
 //! [`TestFs`](super::TestFs), the test double that fails the *n*-th operation or records every
 //! operation for power-loss images. It is not a file-system abstraction for users.
 
+use std::cell::Cell;
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
+use std::thread::ThreadId;
+
+thread_local! {
+    /// The thread whose work this one is doing, inside [`working_for`].
+    static WORKING_FOR: Cell<Option<ThreadId>> = const { Cell::new(None) };
+}
+
+/// Runs `f` on this thread as part of thread `caller`'s work (a hybrid store's thread writing
+/// the file of a save made on `caller`): for the test double, the file-system operations `f`
+/// makes are `caller`'s, so that a fault armed on the saving thread reaches every operation
+/// of its save wherever it runs. Nothing else changes.
+pub fn working_for<R>(caller: ThreadId, f: impl FnOnce() -> R) -> R {
+    struct Restore(Option<ThreadId>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            WORKING_FOR.with(|w| w.set(self.0));
+        }
+    }
+    let _restore = Restore(WORKING_FOR.with(|w| w.replace(Some(caller))));
+    f()
+}
+
+/// The thread whose work this thread is doing: itself, unless inside [`working_for`].
+#[cfg(any(test, feature = "test-support"))]
+pub(crate) fn acting_thread() -> ThreadId {
+    WORKING_FOR
+        .with(Cell::get)
+        .unwrap_or_else(|| std::thread::current().id())
+}
 
 pub(crate) mod sealed {
     /// Only caf's own implementations of [`super::Fs`] exist.

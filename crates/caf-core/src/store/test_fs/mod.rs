@@ -74,7 +74,7 @@ impl TestFs {
     /// Fails the `nth` operation (from 1) made from now on by the calling thread with `fault`
     /// (for [`Fault::ShortWrite`], the `nth` write); with `persistent`, every operation of that
     /// thread after it too (a short write is never persistent). Operations of other threads
-    /// are not counted.
+    /// are not counted, except those made for it ([`crate::store::working_for`]).
     pub fn arm(&self, nth: u64, fault: Fault, persistent: bool) {
         let mut st = self.lock();
         st.armed = Some(Armed {
@@ -134,7 +134,7 @@ impl TestFs {
     /// Decides the fate of one operation (counting it if armed for this thread).
     fn verdict(st: &mut State, kind: OpKind, path: &Path) -> Verdict {
         if let Some(a) = st.armed.as_mut() {
-            let counts = a.thread == std::thread::current().id()
+            let counts = a.thread == super::fs::acting_thread()
                 && (a.fault != Fault::ShortWrite || kind == OpKind::Write);
             if counts {
                 a.counted += 1;
