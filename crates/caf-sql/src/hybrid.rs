@@ -9,13 +9,13 @@ use crate::stager::Stager;
 use crate::unflushed::{self, Writer};
 use crate::SqlStore;
 use caf_core::format::Checkpoint;
-use caf_core::store::{AtomicWriteOptions, Fs, RealFs};
+use caf_core::store::{AtomicWriteOptions, Fs, RealFs, StagedFile};
 use caf_core::{
     CheckpointId, CheckpointStore, CheckpointSummary, DamagedCheckpoint, Error, ExecutionId,
     FileStore, ListFilter, LoadSource, Result,
 };
 use std::cell::RefCell;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 /// Files plus a database, kept in sync on every save.
 ///
@@ -56,8 +56,8 @@ pub struct HybridStore<F: Fs = RealFs> {
     /// Present when files are written without flushing (the database commit is the flush).
     unflushed: Option<(Writer, Flusher<F>)>,
     recovery: Recovery,
-    /// Writes a save's file while its rows are written.
-    stager: Stager,
+    /// Writes a save's file while its rows are written (started by the first save).
+    stager: OnceLock<Stager>,
 }
 
 /// How a [`HybridStore`] works.
@@ -135,7 +135,7 @@ impl<F: Fs> HybridStore<F> {
             sql,
             unflushed,
             recovery,
-            stager: Stager::start(),
+            stager: OnceLock::new(),
         })
     }
 
@@ -263,17 +263,30 @@ impl<F: Fs> HybridStore<F> {
         // The file is written on the stager's thread while the rows are written here; the
         // commit waits for it, and does not happen if it could not be written.
         let summary = CheckpointSummary::of(checkpoint, enc.bytes);
-        let staging = RefCell::new(Some(self.stager.stage(&self.files, summary, bytes)));
-        let staged = RefCell::new(None);
+        let stager = self.stager.get_or_init(Stager::start);
+        let staging = RefCell::new(Some(stager.stage(&self.files, summary, bytes)));
+        // The staged file, or why it could not be written.
+        let staged: RefCell<Option<Result<StagedFile<F>>>> = RefCell::new(None);
         let reserved = self.reserve(1);
         let stored = self.sql.store_encoded_then(checkpoint, &enc, |conn| {
             // Run again if the transaction is retried: the file is written once.
             if let Some(staging) = staging.borrow_mut().take() {
-                *staged.borrow_mut() = Some(staging.wait()?);
+                *staged.borrow_mut() = Some(staging.wait());
+            }
+            if let Some(Err(e)) = &*staged.borrow() {
+                // Rolled back: nothing is saved (the error returned is the file's, below).
+                return Err(SqlError::Refused {
+                    backend: conn.backend(),
+                    reason: format!("the file of checkpoint {id} could not be written: {e}"),
+                });
             }
             self.record_unflushed(conn, reserved.as_ref(), &[id.as_str()])
         });
         drop(staging);
+        let staged = match staged.into_inner() {
+            Some(Err(e)) => return Err(e),
+            other => other.and_then(Result::ok),
+        };
         let outcome = match stored {
             Ok((outcome, ())) => {
                 if let Some((_, f)) = &self.unflushed {
@@ -290,14 +303,10 @@ impl<F: Fs> HybridStore<F> {
                 {
                     f.hold(r.first);
                 }
-                return Err(match e {
-                    // The file could not be written: nothing was committed.
-                    SqlError::Core(e) => e,
-                    e => self.sql_error(id, e),
-                });
+                return Err(self.sql_error(id, e));
             }
         };
-        let published = match staged.into_inner() {
+        let published = match staged {
             Some(staged) => self.files.try_publish(staged),
             // Not seen: a commit runs the closure above, which stages the file or fails.
             None => Err(caf_core::store::Unpublished {

@@ -7,20 +7,20 @@
 //! thread, the rows are written meanwhile, and the save waits for the file just before it
 //! commits ([`Staging::wait`]): the same guarantees, one step fewer in series.
 //!
-//! When the thread cannot be started, or is busy with the files of other threads' saves, the
-//! file is written in the caller's thread, as before.
+//! The thread takes a file only when it is idle (a rendezvous: nothing waits in a queue), so a
+//! save never waits, holding its transaction's locks, for other saves' files: when the thread
+//! is busy with another thread's save, or could not be started, the file is written in the
+//! caller's thread before its rows, as before.
 
 use caf_core::store::{working_for, Fs, StagedFile};
 use caf_core::{CheckpointSummary, Error, FileStore, Result};
+use std::path::PathBuf;
 use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
 /// A file to write.
 type Job = Box<dyn FnOnce() + Send>;
-
-/// How many files may wait for the thread before callers write theirs themselves.
-const QUEUE: usize = 2;
 
 /// The thread, with its queue; see the module docs.
 #[derive(Debug)]
@@ -32,7 +32,7 @@ pub(crate) struct Stager {
 impl Stager {
     /// Starts the thread (a stager without one writes every file in the caller's thread).
     pub fn start() -> Self {
-        let (queue, jobs) = mpsc::sync_channel::<Job>(QUEUE);
+        let (queue, jobs) = mpsc::sync_channel::<Job>(0);
         let thread = std::thread::Builder::new()
             .name("caf-stager".into())
             .spawn(move || {
@@ -55,10 +55,13 @@ impl Stager {
         summary: CheckpointSummary,
         bytes: Vec<u8>,
     ) -> Staging<F> {
-        let id = summary.id.to_string();
+        let path = files.path_of(&summary.id);
         let Some(queue) = &self.queue else {
             let staged = files.stage_summarized(summary, &bytes);
-            return Staging(State::Ready(Box::new(staged)), id);
+            return Staging {
+                state: State::Ready(Box::new(staged)),
+                path,
+            };
         };
         let (done, result) = mpsc::sync_channel(1);
         let files = Arc::clone(files);
@@ -73,10 +76,13 @@ impl Stager {
         });
         match queue.try_send(job) {
             Ok(()) => {}
-            // The thread is busy (another thread's saves) or gone: write it here.
+            // The thread is busy (another thread's save) or gone: write it here.
             Err(TrySendError::Full(job) | TrySendError::Disconnected(job)) => job(),
         }
-        Staging(State::Pending(Some(result)), id)
+        Staging {
+            state: State::Pending(Some(result)),
+            path,
+        }
     }
 }
 
@@ -89,8 +95,12 @@ impl Drop for Stager {
     }
 }
 
-/// A file being written by the [`Stager`], for the checkpoint of the id it holds.
-pub(crate) struct Staging<F: Fs>(State<F>, String);
+/// A file being written by the [`Stager`].
+pub(crate) struct Staging<F: Fs> {
+    state: State<F>,
+    /// Where the file goes (for the error of a writer that stopped).
+    path: PathBuf,
+}
 
 enum State<F: Fs> {
     /// Written in the caller's thread.
@@ -105,9 +115,9 @@ impl<F: Fs> Staging<F> {
         let gone = || {
             // The job was dropped unrun: the thread stopped.
             let stopped = std::io::Error::other("the thread writing the checkpoint file stopped");
-            Error::io(&self.1, stopped)
+            Error::io(&self.path, stopped)
         };
-        match &mut self.0 {
+        match &mut self.state {
             State::Ready(result) => std::mem::replace(&mut **result, Err(gone())),
             State::Pending(result) => match result.take().map(|r| r.recv()) {
                 Some(Ok(staged)) => staged,
@@ -122,7 +132,7 @@ impl<F: Fs> Drop for Staging<F> {
     /// thread no longer holds the file store when the save returns; the staged file is then
     /// dropped, which removes it.
     fn drop(&mut self) {
-        if let State::Pending(Some(result)) = &self.0 {
+        if let State::Pending(Some(result)) = &self.state {
             let _ = result.recv();
         }
     }

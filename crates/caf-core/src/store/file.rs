@@ -918,11 +918,13 @@ impl<F: Fs> CheckpointStore for FileStore<F> {
     fn delete_execution(&self, execution_id: &ExecutionId) -> Result<usize> {
         let mut index = self.index();
         index.refresh()?;
-        let ids: Vec<CheckpointId> = index
+        // Oldest first: one that fails part of the way leaves the newest in place.
+        let mut ids: Vec<CheckpointId> = index
             .entries
             .of_execution(execution_id)
             .map(|e| e.summary.id.clone())
             .collect();
+        ids.reverse();
         let mut removed = Vec::new();
         for id in &ids {
             let path = self.path_of(id);

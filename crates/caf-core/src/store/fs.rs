@@ -23,6 +23,7 @@ thread_local! {
 /// the file of a save made on `caller`): for the test double, the file-system operations `f`
 /// makes are `caller`'s, so that a fault armed on the saving thread reaches every operation
 /// of its save wherever it runs. Nothing else changes.
+#[doc(hidden)]
 pub fn working_for<R>(caller: ThreadId, f: impl FnOnce() -> R) -> R {
     struct Restore(Option<ThreadId>);
     impl Drop for Restore {

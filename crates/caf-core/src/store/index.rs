@@ -350,6 +350,9 @@ impl<F: Fs> Index<F> {
             return;
         };
         let mut buf = std::mem::take(&mut log.pending);
+        // Records that waited (a full disk) land after lines read since: the next refresh must
+        // read the log back to agree with it.
+        let only_these = buf.is_empty();
         for r in records {
             // Records are plain data and always serialize.
             let _ = serde_json::to_writer(&mut buf, r);
@@ -371,11 +374,15 @@ impl<F: Fs> Index<F> {
             write_all(&self.fs, &log.file, &log.path, &buf).map_err(io(&log.path))?;
             // Read up to its end before, and grown by exactly these lines since: no other
             // writer appended in between, so the next refresh need not read them back (they
-            // are in memory already).
-            if !replaced && now.len() == log.offset {
-                let after = log.file.metadata().map_err(io(&log.path))?.len();
-                if after == log.offset + buf.len() as u64 {
-                    log.offset = after;
+            // are in memory already, in the log's order).
+            if only_these && !replaced && now.len() == log.offset {
+                // Only a shortcut: if the length cannot be read, the lines are read back.
+                let after = log.file.metadata().map(|m| m.len());
+                if after
+                    .as_ref()
+                    .is_ok_and(|&a| a == log.offset + buf.len() as u64)
+                {
+                    log.offset += buf.len() as u64;
                     log.lines += buf.iter().filter(|&&b| b == b'\n').count();
                 }
             }
@@ -649,5 +656,32 @@ mod tests {
         assert_eq!(a.log.as_ref().unwrap().offset, log_len);
         b.refresh().unwrap();
         assert_eq!(ids(&b), ["ckpt_1", "ckpt_2", "ckpt_3", "ckpt_4"]);
+    }
+
+    /// Lines that could not be appended (a full disk) wait, and go in with the next append,
+    /// after lines of other writers read meanwhile: that append is read back, so that the index
+    /// in memory says what the log says (here: the checkpoint another writer deleted after this
+    /// one saved it is there, as the log has it).
+    #[test]
+    fn an_append_with_waiting_lines_is_read_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let meta = dir.path().join(".caf");
+        let fs = crate::store::TestFs::new();
+        let mut a = Index::open(fs.clone(), &meta);
+        fs.arm(1, crate::store::Fault::NoSpace, true);
+        a.put(entry("ckpt_x"));
+        assert!(fs.disarm().is_some(), "the append failed");
+        let mut b = Index::open(crate::store::RealFs, &meta);
+        b.delete(&[CheckpointId::new("ckpt_x").unwrap()]);
+        a.refresh().unwrap();
+        a.put(entry("ckpt_y"));
+        a.refresh().unwrap();
+        let on_disk = read_index(dir.path()).unwrap().unwrap();
+        let mut logged: Vec<&str> = on_disk.entries.keys().map(CheckpointId::as_str).collect();
+        logged.sort_unstable();
+        assert_eq!(logged, ["ckpt_x", "ckpt_y"]);
+        let mut in_memory: Vec<&str> = a.entries.values().map(|e| e.summary.id.as_str()).collect();
+        in_memory.sort_unstable();
+        assert_eq!(in_memory, logged);
     }
 }
