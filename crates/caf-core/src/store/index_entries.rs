@@ -8,17 +8,19 @@
 use super::index::Entry;
 use crate::clock::Timestamp;
 use crate::id::{CheckpointId, ExecutionId};
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 /// Where an entry sorts within its execution: oldest first, as
 /// [`super::CheckpointSummary::newest_first`] orders them backwards (time, then id).
 type Order = (Timestamp, CheckpointId);
 
-/// Entries by id, with every execution's ids ordered by time.
+/// Entries by id, and every execution's in time order (the same entries, shared: an
+/// execution's listing walks its own map, with no lookup by id).
 #[derive(Debug, Default)]
 pub(crate) struct Entries {
-    by_id: HashMap<CheckpointId, Entry>,
-    by_execution: HashMap<ExecutionId, BTreeSet<Order>>,
+    by_id: HashMap<CheckpointId, Arc<Entry>>,
+    by_execution: HashMap<ExecutionId, BTreeMap<Order, Arc<Entry>>>,
 }
 
 fn order(entry: &Entry) -> Order {
@@ -27,7 +29,7 @@ fn order(entry: &Entry) -> Order {
 
 impl Entries {
     pub fn get(&self, id: &CheckpointId) -> Option<&Entry> {
-        self.by_id.get(id)
+        self.by_id.get(id).map(|e| &**e)
     }
 
     pub fn contains_key(&self, id: &CheckpointId) -> bool {
@@ -39,32 +41,38 @@ impl Entries {
     }
 
     pub fn values(&self) -> impl Iterator<Item = &Entry> {
-        self.by_id.values()
+        self.by_id.values().map(|e| &**e)
     }
 
     pub fn iter(&self) -> impl Iterator<Item = (&CheckpointId, &Entry)> {
-        self.by_id.iter()
+        self.by_id.iter().map(|(id, e)| (id, &**e))
     }
 
     /// Records `entry` (whose summary's id is `id`, as a file's name and content agree); the
     /// entry it replaces, if any.
     pub fn insert(&mut self, id: CheckpointId, entry: Entry) -> Option<Entry> {
         debug_assert_eq!(id, entry.summary.id);
+        let old = self.remove(&id);
+        let entry = Arc::new(entry);
         self.by_execution
             .entry(entry.summary.execution_id.clone())
             .or_default()
-            .insert(order(&entry));
-        let old = self.by_id.insert(id, entry);
-        if let Some(old) = &old {
-            self.unlink_unless_same(old);
-        }
+            .insert(order(&entry), Arc::clone(&entry));
+        self.by_id.insert(id, entry);
         old
     }
 
     pub fn remove(&mut self, id: &CheckpointId) -> Option<Entry> {
         let old = self.by_id.remove(id)?;
-        self.unlink(&old);
-        Some(old)
+        let execution = &old.summary.execution_id;
+        if let Some(of) = self.by_execution.get_mut(execution) {
+            of.remove(&order(&old));
+            if of.is_empty() {
+                self.by_execution.remove(execution);
+            }
+        }
+        // The last holder now: the execution's map gave its share back.
+        Some(Arc::unwrap_or_clone(old))
     }
 
     pub fn retain(&mut self, mut keep: impl FnMut(&CheckpointId) -> bool) {
@@ -87,35 +95,12 @@ impl Entries {
         self.by_execution
             .get(execution)
             .into_iter()
-            .flat_map(|ids| ids.iter().rev())
-            .filter_map(|(_, id)| self.by_id.get(id))
+            .flat_map(|of| of.values().rev().map(|e| &**e))
     }
 
     /// The newest entry of `execution`.
     pub fn newest_of(&self, execution: &ExecutionId) -> Option<&Entry> {
         self.of_execution(execution).next()
-    }
-
-    /// Forgets where `old` sorted, unless the entry now under its id sorts at the same place.
-    fn unlink_unless_same(&mut self, old: &Entry) {
-        let current = self.by_id.get(&old.summary.id);
-        let same = current.is_some_and(|c| {
-            c.summary.execution_id == old.summary.execution_id
-                && c.summary.timestamp == old.summary.timestamp
-        });
-        if !same {
-            self.unlink(old);
-        }
-    }
-
-    fn unlink(&mut self, old: &Entry) {
-        let execution = &old.summary.execution_id;
-        if let Some(ids) = self.by_execution.get_mut(execution) {
-            ids.remove(&order(old));
-            if ids.is_empty() {
-                self.by_execution.remove(execution);
-            }
-        }
     }
 }
 
@@ -204,7 +189,7 @@ mod tests {
                     indexed += listed.len();
                 }
                 prop_assert_eq!(indexed, entries.len());
-                let orders: usize = entries.by_execution.values().map(BTreeSet::len).sum();
+                let orders: usize = entries.by_execution.values().map(BTreeMap::len).sum();
                 prop_assert_eq!(orders, entries.len());
             }
         }
