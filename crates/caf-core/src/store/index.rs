@@ -180,6 +180,9 @@ fn identity(_meta: &Metadata) -> (u64, u64) {
     (0, 0)
 }
 
+/// An identity no file has: the log was replaced and has not been read since.
+const NOT_READ: (u64, u64) = (u64::MAX, u64::MAX);
+
 /// The persistent part of the index, when the store directory is writable.
 struct Log {
     path: PathBuf,
@@ -372,6 +375,12 @@ impl<F: Fs> Index<F> {
                 log.offset = 0;
             }
             write_all(&self.fs, &log.file, &log.path, &buf).map_err(io(&log.path))?;
+            if replaced {
+                // What memory holds of the old log may include entries the compaction dropped
+                // (their `del` lines were never read): the next refresh reads the new log as a
+                // replaced one, from an emptied index, and applies what is pending on top.
+                log.identity = NOT_READ;
+            }
             // Read up to its end before, and grown by exactly these lines since: no other
             // writer appended in between, so the next refresh need not read them back (they
             // are in memory already, in the log's order).
@@ -683,5 +692,28 @@ mod tests {
         let mut in_memory: Vec<&str> = a.entries.values().map(|e| e.summary.id.as_str()).collect();
         in_memory.sort_unstable();
         assert_eq!(in_memory, logged);
+    }
+
+    /// Another process compacts the log after deleting a checkpoint this writer has in memory
+    /// (the `del` line is gone with the compaction); this writer's next append goes into the
+    /// new log, and its next refresh forgets the deleted checkpoint.
+    #[test]
+    fn an_append_into_a_log_compacted_meanwhile_forgets_what_the_compaction_dropped() {
+        let dir = tempfile::tempdir().unwrap();
+        let meta = dir.path().join(".caf");
+        let mut a = Index::open(crate::store::RealFs, &meta);
+        a.put(entry("ckpt_x"));
+        a.put(entry("ckpt_y"));
+        let mut b = Index::open(crate::store::RealFs, &meta);
+        b.delete(&[CheckpointId::new("ckpt_x").unwrap()]);
+        b.compact().unwrap();
+        a.put(entry("ckpt_z"));
+        a.refresh().unwrap();
+        assert_eq!(ids(&a), ["ckpt_y", "ckpt_z"]);
+        a.put(entry("ckpt_w"));
+        a.refresh().unwrap();
+        assert_eq!(ids(&a), ["ckpt_w", "ckpt_y", "ckpt_z"]);
+        b.refresh().unwrap();
+        assert_eq!(ids(&b), ["ckpt_w", "ckpt_y", "ckpt_z"]);
     }
 }
