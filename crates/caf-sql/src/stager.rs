@@ -156,7 +156,7 @@ mod tests {
         (CheckpointSummary::of(&c, bytes.len() as u64), bytes)
     }
 
-    /// Files staged on the thread, in the caller's (the queue full, or no thread), and a
+    /// Files staged on the thread, in the caller's (the thread busy, or no thread), and a
     /// staging dropped unwaited: each staged file has its bytes and goes in place; the one
     /// dropped leaves nothing behind, and the file store can be taken back at once.
     #[test]

@@ -512,19 +512,7 @@ mod tests {
     use crate::id::ExecutionId;
 
     fn put_line(id: &str) -> Vec<u8> {
-        let c = Checkpoint::new(
-            CheckpointId::new(id).unwrap(),
-            ExecutionId::new("exec_a").unwrap(),
-            "agent",
-            Timestamp::now(),
-            CheckpointReason::Manual,
-        );
-        let entry = Entry {
-            summary: CheckpointSummary::of(&c, 10),
-            mtime_ns: 1,
-            integrity: None,
-        };
-        serde_json::to_vec(&Record::Put(entry)).unwrap()
+        serde_json::to_vec(&Record::Put(entry(id))).unwrap()
     }
 
     #[test]
