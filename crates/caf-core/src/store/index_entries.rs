@@ -1,4 +1,4 @@
-//! The index's entries in memory: by checkpoint id, and each execution's ids ordered by time.
+//! The index's entries in memory: by checkpoint id, and each execution's in time order.
 //!
 //! `latest`, `list` of one execution and `delete_execution` read an execution's entries
 //! through the second map, so they cost what that execution holds, not what the whole store
