@@ -56,13 +56,6 @@ impl Stager {
         bytes: Vec<u8>,
     ) -> Staging<F> {
         let path = files.path_of(&summary.id);
-        let Some(queue) = &self.queue else {
-            let staged = files.stage_summarized(summary, &bytes);
-            return Staging {
-                state: State::Ready(Box::new(staged)),
-                path,
-            };
-        };
         let (done, result) = mpsc::sync_channel(1);
         let files = Arc::clone(files);
         let caller = std::thread::current().id();
@@ -74,13 +67,17 @@ impl Stager {
             drop(files);
             let _ = done.send(staged);
         });
-        match queue.try_send(job) {
-            Ok(()) => {}
-            // The thread is busy (another thread's save) or gone: write it here.
-            Err(TrySendError::Full(job) | TrySendError::Disconnected(job)) => job(),
+        let sent = match &self.queue {
+            Some(queue) => queue.try_send(job),
+            None => Err(TrySendError::Disconnected(job)),
+        };
+        // The thread is busy (another thread's save), gone or was never started: write the
+        // file here (its result waits in the channel all the same).
+        if let Err(TrySendError::Full(job) | TrySendError::Disconnected(job)) = sent {
+            job();
         }
         Staging {
-            state: State::Pending(Some(result)),
+            result: Some(result),
             path,
         }
     }
@@ -95,34 +92,24 @@ impl Drop for Stager {
     }
 }
 
-/// A file being written by the [`Stager`].
+/// A file being written by the [`Stager`] (or already written by the caller).
 pub(crate) struct Staging<F: Fs> {
-    state: State<F>,
+    /// Where its result comes; taken by [`Staging::wait`].
+    result: Option<Receiver<Result<StagedFile<F>>>>,
     /// Where the file goes (for the error of a writer that stopped).
     path: PathBuf,
-}
-
-enum State<F: Fs> {
-    /// Written in the caller's thread.
-    Ready(Box<Result<StagedFile<F>>>),
-    /// Written by the thread: its result will come.
-    Pending(Option<Receiver<Result<StagedFile<F>>>>),
 }
 
 impl<F: Fs> Staging<F> {
     /// The staged file, once written.
     pub fn wait(mut self) -> Result<StagedFile<F>> {
-        let gone = || {
+        match self.result.take().map(|r| r.recv()) {
+            Some(Ok(staged)) => staged,
             // The job was dropped unrun: the thread stopped.
-            let stopped = std::io::Error::other("the thread writing the checkpoint file stopped");
-            Error::io(&self.path, stopped)
-        };
-        match &mut self.state {
-            State::Ready(result) => std::mem::replace(&mut **result, Err(gone())),
-            State::Pending(result) => match result.take().map(|r| r.recv()) {
-                Some(Ok(staged)) => staged,
-                Some(Err(_)) | None => Err(gone()),
-            },
+            Some(Err(_)) | None => Err(Error::io(
+                &self.path,
+                std::io::Error::other("the thread writing the checkpoint file stopped"),
+            )),
         }
     }
 }
@@ -132,7 +119,7 @@ impl<F: Fs> Drop for Staging<F> {
     /// thread no longer holds the file store when the save returns; the staged file is then
     /// dropped, which removes it.
     fn drop(&mut self) {
-        if let State::Pending(Some(result)) = &self.state {
+        if let Some(result) = &self.result {
             let _ = result.recv();
         }
     }

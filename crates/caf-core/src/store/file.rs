@@ -878,16 +878,13 @@ impl<F: Fs> CheckpointStore for FileStore<F> {
     fn list(&self, filter: &ListFilter) -> Result<Vec<CheckpointSummary>> {
         let mut index = self.index();
         index.refresh()?;
-        let summaries = |entries: &mut dyn Iterator<Item = &Entry>| -> Vec<CheckpointSummary> {
-            entries
-                .filter(|e| filter.matches(&e.summary))
-                .map(|e| e.summary.clone())
-                .collect()
+        let entries: Box<dyn Iterator<Item = &Entry>> = match &filter.execution_id {
+            Some(execution) => Box::new(index.entries.of_execution(execution)),
+            None => Box::new(index.entries.values()),
         };
-        let items = match &filter.execution_id {
-            Some(execution) => summaries(&mut index.entries.of_execution(execution)),
-            None => summaries(&mut index.entries.values()),
-        };
+        let items = entries
+            .filter(|e| filter.matches(&e.summary))
+            .map(|e| e.summary.clone());
         Ok(filter.apply(items))
     }
 
