@@ -50,8 +50,9 @@ impl Decoded {
     }
 }
 
-/// The document as written, without `integrity`, in sorted key order (every model type declares
-/// its fields alphabetically by JSON name, and maps are sorted).
+/// The document as written, in sorted key order (every model type declares its fields
+/// alphabetically by JSON name, and maps are sorted); `integrity` holds a placeholder of the
+/// checksum's length, overwritten in place once the rest is hashed ([`Unsealed::seal`]).
 #[derive(serde::Serialize)]
 struct Doc<'a> {
     #[serde(rename = "$schema")]
@@ -61,6 +62,7 @@ struct Doc<'a> {
     #[serde(skip_serializing_if = "serde_json::Map::is_empty")]
     extensions: &'a super::JsonObject,
     id: &'a crate::CheckpointId,
+    integrity: &'a str,
     metadata: &'a super::Metadata,
     parent_id: &'a Option<crate::CheckpointId>,
     snapshot: &'a super::Snapshot,
@@ -76,6 +78,7 @@ impl<'a> Doc<'a> {
             execution_id: &c.execution_id,
             extensions: &c.extensions,
             id: &c.id,
+            integrity: integrity::PLACEHOLDER,
             metadata: &c.metadata,
             parent_id: &c.parent_id,
             snapshot: &c.snapshot,
@@ -86,19 +89,54 @@ impl<'a> Doc<'a> {
 }
 
 /// Encodes a checkpoint as its file bytes: the canonical text (keys sorted, two-space indent,
-/// a trailing newline) with the `integrity` line spliced in at its sorted place.
+/// a trailing newline) with the `integrity` line at its sorted place.
 pub fn encode(ckpt: &Checkpoint) -> Result<Vec<u8>, EncodeError> {
+    encode_unsealed(ckpt, 0).map(Unsealed::seal)
+}
+
+/// [`encode`] but for the checksum: the bytes with a placeholder where the checksum goes, to be
+/// sealed where it suits the caller (a hybrid store seals on the thread that writes the file,
+/// while its rows are written). `capacity` is the expected length (0 when unknown).
+pub fn encode_unsealed(ckpt: &Checkpoint, capacity: usize) -> Result<Unsealed, EncodeError> {
     check(ckpt)?;
-    let mut text = Vec::with_capacity(16 * 1024);
-    integrity::write_canonical(&mut text, &Doc::of(ckpt)).map_err(|e| EncodeError::Invalid {
+    let invalid = |message: String| EncodeError::Invalid {
         pointer: String::new(),
-        message: e.to_string(),
-    })?;
-    let digest = integrity::digest(&[&text]);
-    integrity::splice(text, &digest).ok_or_else(|| EncodeError::Invalid {
-        pointer: String::new(),
-        message: "canonical text has no top-level metadata member".into(),
-    })
+        message,
+    };
+    let mut text = Vec::with_capacity(capacity.max(16 * 1024));
+    integrity::write_canonical(&mut text, &Doc::of(ckpt)).map_err(|e| invalid(e.to_string()))?;
+    let line = integrity::placeholder_line(&text)
+        .ok_or_else(|| invalid("canonical text has no top-level integrity member".into()))?;
+    Ok(Unsealed { text, line })
+}
+
+/// A checkpoint's file bytes but for its checksum (see [`encode_unsealed`]).
+#[derive(Debug, Clone)]
+pub struct Unsealed {
+    text: Vec<u8>,
+    /// Where the `integrity` line is (its newline included).
+    line: std::ops::Range<usize>,
+}
+
+impl Unsealed {
+    /// The length of the sealed bytes (the checksum takes the placeholder's place).
+    pub fn len(&self) -> usize {
+        self.text.len()
+    }
+
+    /// Never: a document is never empty.
+    pub fn is_empty(&self) -> bool {
+        self.text.is_empty()
+    }
+
+    /// Hashes the canonical text (everything but the `integrity` line) and writes the checksum
+    /// in place of the placeholder: the file's bytes.
+    pub fn seal(self) -> Vec<u8> {
+        let Self { mut text, line } = self;
+        let digest = integrity::digest(&[&text[..line.start], &text[line.end..]]);
+        integrity::fill_placeholder(&mut text[line], &digest);
+        text
+    }
 }
 
 /// Decodes file bytes into a checkpoint of the current format (see the module docs).

@@ -11,7 +11,7 @@
 //! [`thoughts`] and [`tool_calls`], which use the memory of the encoding in progress on this
 //! thread, if any, and serialize normally otherwise.
 
-use super::codec::encode;
+use super::codec::{encode_unsealed, Unsealed};
 use super::error::EncodeError;
 use super::model::{Checkpoint, Thought, ToolCall};
 use crate::id::ExecutionId;
@@ -32,6 +32,8 @@ const EXECUTIONS: usize = 32;
 struct Items {
     thoughts: Vec<(Thought, Box<RawValue>)>,
     calls: Vec<(ToolCall, Box<RawValue>)>,
+    /// The length of the last encoding (the next one is about as long).
+    len: usize,
 }
 
 thread_local! {
@@ -67,6 +69,11 @@ impl Encoder {
 
     /// The file bytes of `ckpt`: exactly [`super::encode`]`(ckpt)`.
     pub fn encode(&mut self, ckpt: &Checkpoint) -> Result<Vec<u8>, EncodeError> {
+        self.encode_unsealed(ckpt).map(Unsealed::seal)
+    }
+
+    /// [`Encoder::encode`] but for the checksum ([`super::encode_unsealed`]).
+    pub fn encode_unsealed(&mut self, ckpt: &Checkpoint) -> Result<Unsealed, EncodeError> {
         let exec = &ckpt.execution_id;
         let items = match self.executions.remove(exec) {
             Some(items) => {
@@ -75,10 +82,13 @@ impl Encoder {
             }
             None => Items::default(),
         };
+        // Room for a little growth: the next thought and tool call.
+        let capacity = items.len + items.len / 8;
         ACTIVE.with(|a| *a.borrow_mut() = Some(items));
-        let bytes = encode(ckpt);
-        let items = ACTIVE.with(|a| a.borrow_mut().take()).unwrap_or_default();
-        if bytes.is_ok() {
+        let bytes = encode_unsealed(ckpt, capacity);
+        let mut items = ACTIVE.with(|a| a.borrow_mut().take()).unwrap_or_default();
+        if let Ok(bytes) = &bytes {
+            items.len = bytes.len();
             if self.order.len() >= self.capacity {
                 if let Some(old) = self.order.pop_front() {
                     self.executions.remove(&old);
@@ -161,6 +171,7 @@ pub(crate) fn tool_calls<S: Serializer>(items: &[ToolCall], s: S) -> Result<S::O
 mod tests {
     use super::*;
     use crate::clock::SimulatedClock;
+    use crate::format::encode;
     use crate::workload::agent_run_step;
     use crate::{CheckpointManager, MemoryStore, RuntimeState};
     use std::sync::Arc;

@@ -6,8 +6,9 @@
 //! the `integrity` line. (In Python: `json.dumps(doc, indent=2, sort_keys=True,
 //! ensure_ascii=False) + "\n"`.)
 //!
-//! Writing costs one serialization: the canonical text is hashed, then the `integrity` line is
-//! spliced in before the top-level `metadata` member (its sorted place). Reading a file caf wrote
+//! Writing costs one serialization: the document is written with a placeholder of the
+//! checksum's length in its `integrity` member (before `metadata`, its sorted place), then the
+//! text around that line is hashed and the checksum written over the placeholder. Reading a file caf wrote
 //! costs one hash of the file minus that line; a file whose layout was changed (re-indented, keys
 //! reordered) is verified by re-serializing its content canonically.
 
@@ -18,6 +19,10 @@ use sha2::{Digest, Sha256};
 const HEX: &[u8; 16] = b"0123456789abcdef";
 const PREFIX: &[u8] = b"\n  \"integrity\": \"";
 const METADATA: &[u8] = b"\n  \"metadata\": ";
+
+/// What the `integrity` member holds until the document is hashed: as long as a checksum.
+pub(super) const PLACEHOLDER: &str =
+    "sha256:0000000000000000000000000000000000000000000000000000000000000000";
 
 /// Writes the canonical text of `v` (pretty, two-space indent, trailing newline).
 pub fn write_canonical<T: serde::Serialize + ?Sized>(
@@ -63,6 +68,20 @@ pub fn of_value(doc: &Value) -> String {
         }
     }
     digest(&[&text])
+}
+
+/// Where the placeholder `integrity` line of freshly written text is (the range of the line,
+/// its newline included).
+pub(super) fn placeholder_line(text: &[u8]) -> Option<std::ops::Range<usize>> {
+    let (before, after) = without_line(text, PLACEHOLDER)?;
+    Some(before.len()..text.len() - after.len())
+}
+
+/// Writes `integrity` over the placeholder in `line` (a line [`placeholder_line`] found).
+pub(super) fn fill_placeholder(line: &mut [u8], integrity: &str) {
+    debug_assert_eq!(integrity.len(), PLACEHOLDER.len());
+    let value = PREFIX.len() - 1;
+    line[value..value + integrity.len()].copy_from_slice(integrity.as_bytes());
 }
 
 /// Inserts the `integrity` line into canonical text, before the top-level `metadata` member.
