@@ -78,7 +78,7 @@ pub struct ReindexReport {
 /// A checkpoint file read and decoded, with what its encoding is.
 struct Loaded {
     checkpoint: Checkpoint,
-    encoded: Encoded,
+    encoded: Encoded<'static>,
 }
 
 /// Reads the file of `s`: the checkpoint and its integrity and size as stored. A file written
@@ -112,7 +112,7 @@ fn read(files: &FileStore, s: &CheckpointSummary) -> std::result::Result<Loaded,
 /// The integrity a file states, read without decoding it (`None` if it has none).
 fn stated_integrity(files: &FileStore, s: &CheckpointSummary) -> Option<String> {
     let bytes = read_regular_file(&files.path_of(&s.id), Limits::default().max_bytes).ok()?;
-    Encoded::from_bytes(&bytes).map(|e| e.integrity)
+    Encoded::from_bytes(&bytes).and_then(Encoded::into_integrity)
 }
 
 /// The files' summaries grouped by execution, each group oldest first: the order that keeps

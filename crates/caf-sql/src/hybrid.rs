@@ -1,11 +1,11 @@
 //! [`HybridStore`]: checkpoint files as the source of truth, a database as their index.
 
 use crate::checkpoint::save::{Encoded, SyncOutcome};
-use crate::connection::AnyConnection;
+use crate::connection::{AnyConnection, Backend};
 use crate::error::SqlError;
 use crate::flusher::{self, Flusher, Reserved};
 use crate::recover::{recover, Recovery};
-use crate::stager::Stager;
+use crate::stager::{FileBytes, Stager};
 use crate::unflushed::{self, Writer};
 use crate::SqlStore;
 use caf_core::format::Checkpoint;
@@ -248,40 +248,71 @@ impl<F: Fs> HybridStore<F> {
 }
 
 impl<F: Fs> HybridStore<F> {
-    /// Saves a checkpoint already redacted by the file store's redactor, encoded as `bytes`:
-    /// stages its file (as it is: not redacted again) on the [`Stager`]'s thread while its rows
-    /// are written, commits them once the file is staged, then puts the file in place.
-    fn save_redacted(&self, checkpoint: &Checkpoint, bytes: Vec<u8>) -> Result<CheckpointSummary> {
+    /// Saves a checkpoint already redacted by the file store's redactor, encoded as `bytes`
+    /// (sealed, or still to be sealed with their checksum): stages its file (as it is: not
+    /// redacted again) on the [`Stager`]'s thread, which seals it first, while its rows are
+    /// written; commits them once the file is staged, then puts the file in place.
+    fn save_redacted(
+        &self,
+        checkpoint: &Checkpoint,
+        bytes: FileBytes,
+    ) -> Result<CheckpointSummary> {
         let id = &checkpoint.id;
-        let enc = Encoded::from_bytes(&bytes).ok_or_else(|| Error::Encode {
-            id: id.to_string(),
-            error: caf_core::format::EncodeError::Invalid {
-                pointer: String::new(),
-                message: "no integrity line".into(),
-            },
-        })?;
-        // The file is written on the stager's thread while the rows are written here; the
-        // commit waits for it, and does not happen if it could not be written.
-        let summary = CheckpointSummary::of(checkpoint, enc.bytes);
+        let len = bytes.len() as u64;
+        let known = match &bytes {
+            FileBytes::Sealed(sealed) => {
+                Some(Encoded::from_bytes(sealed).ok_or_else(|| Error::Encode {
+                    id: id.to_string(),
+                    error: caf_core::format::EncodeError::Invalid {
+                        pointer: String::new(),
+                        message: "no integrity line".into(),
+                    },
+                })?)
+            }
+            FileBytes::Unsealed(_) => None,
+        };
+        // The file is sealed and written on the stager's thread while the rows are written
+        // here; the commit waits for it, and does not happen if it could not be written.
+        let summary = CheckpointSummary::of(checkpoint, len);
         let stager = self.stager.get_or_init(Stager::start);
         let staging = RefCell::new(Some(stager.stage(&self.files, summary, bytes)));
         // The staged file, or why it could not be written.
         let staged: RefCell<Option<Result<StagedFile<F>>>> = RefCell::new(None);
-        let reserved = self.reserve(1);
-        let stored = self.sql.store_encoded_then(checkpoint, &enc, |conn| {
-            // Run again if the transaction is retried: the file is written once.
+        // Waits for the file (once: a retried transaction finds it written) and fails the
+        // transaction if it could not be written: rolled back, nothing is saved (the error
+        // returned is the file's, below).
+        let file_written = || {
             if let Some(staging) = staging.borrow_mut().take() {
                 *staged.borrow_mut() = Some(staging.wait());
             }
-            if let Some(Err(e)) = &*staged.borrow() {
-                // Rolled back: nothing is saved (the error returned is the file's, below).
-                return Err(SqlError::Refused {
-                    backend: conn.backend(),
+            match &*staged.borrow() {
+                Some(Err(e)) => Err(SqlError::Refused {
+                    backend: self.sql.backend(),
                     reason: format!("the file of checkpoint {id} could not be written: {e}"),
-                });
+                }),
+                _ => Ok(()),
             }
+        };
+        // The checksum the stager sealed the file with.
+        let integrity = || {
+            file_written()?;
+            let staged = staged.borrow();
+            let stated = staged.as_ref().and_then(|s| s.as_ref().ok());
+            stated
+                .and_then(StagedFile::integrity)
+                .map(str::to_string)
+                .ok_or_else(|| SqlError::Refused {
+                    backend: self.sql.backend(),
+                    reason: format!("the file of checkpoint {id} states no checksum"),
+                })
+        };
+        let enc = known.unwrap_or_else(|| Encoded::later(len, &integrity));
+        let reserved = self.reserve(1);
+        let stored = self.sql.store_encoded_then(checkpoint, &enc, |conn| {
+            file_written()?;
             self.record_unflushed(conn, reserved.as_ref(), &[id.as_str()])
         });
+        drop(enc);
         drop(staging);
         let staged = match staged.into_inner() {
             Some(Err(e)) => return Err(e),
@@ -337,8 +368,14 @@ impl<F: Fs> HybridStore<F> {
 
 impl<F: Fs> CheckpointStore for HybridStore<F> {
     fn save(&self, checkpoint: &Checkpoint) -> Result<CheckpointSummary> {
-        let (redacted, bytes) = self.files.redact_and_encode(checkpoint, None, self)?;
-        self.save_redacted(&redacted, bytes.into_owned())
+        let (redacted, unsealed) = self.files.redact_and_encode_unsealed(checkpoint, self)?;
+        // SQLite's rows are written while the stager hashes; PostgreSQL's first statement
+        // needs the checksum (its save is a few round trips, each as long as the hash).
+        let bytes = match self.sql.backend() {
+            Backend::Sqlite => FileBytes::Unsealed(unsealed),
+            Backend::Postgres => FileBytes::Sealed(unsealed.seal()),
+        };
+        self.save_redacted(&redacted, bytes)
     }
 
     /// Redacts the checkpoint with the file store's rules (encoding it again if that changed
@@ -347,7 +384,7 @@ impl<F: Fs> CheckpointStore for HybridStore<F> {
         let (redacted, bytes) = self
             .files
             .redact_and_encode(checkpoint, Some(bytes), self)?;
-        self.save_redacted(&redacted, bytes.into_owned())
+        self.save_redacted(&redacted, FileBytes::Sealed(bytes.into_owned()))
     }
 
     fn load(&self, id: &CheckpointId) -> Result<Checkpoint> {

@@ -272,7 +272,7 @@ impl SqlStore {
     pub(crate) fn store_encoded(
         &self,
         checkpoint: &Checkpoint,
-        enc: &Encoded,
+        enc: &Encoded<'_>,
     ) -> Result<SyncOutcome> {
         self.store_encoded_then(checkpoint, enc, |_| Ok(()))
             .map(|(outcome, ())| outcome)
@@ -283,7 +283,7 @@ impl SqlStore {
     pub(crate) fn store_encoded_then<T>(
         &self,
         checkpoint: &Checkpoint,
-        enc: &Encoded,
+        enc: &Encoded<'_>,
         then: impl Fn(&mut AnyConnection) -> Result<T>,
     ) -> Result<(SyncOutcome, T)> {
         let mut attempt = 0;
@@ -319,7 +319,9 @@ impl SqlStore {
                         attempt += 1;
                         continue;
                     }
-                    let e = self.save_failed(&mut inner, e, &checkpoint.id, &enc.integrity);
+                    // A lost commit had its checksum (its row was written with it).
+                    let integrity = enc.integrity().unwrap_or_default().to_string();
+                    let e = self.save_failed(&mut inner, e, &checkpoint.id, &integrity);
                     return Err(e.located(|| self.location()));
                 }
             }

@@ -11,6 +11,7 @@ use crate::clock::Timestamp;
 use crate::error::{Error, Result};
 use crate::format::{
     decode, decode_known_shared, prepare_shared, Checkpoint, Decoded, Encoder, Limits, LoadError,
+    Unsealed,
 };
 use crate::id::{check_id, CheckpointId, ExecutionId};
 use crate::redact::{RedactionRules, Redactor};
@@ -391,6 +392,26 @@ impl<F: Fs> FileStore<F> {
         Ok((redacted, bytes))
     }
 
+    /// [`FileStore::redact_and_encode`] of a checkpoint not yet encoded, but for the checksum:
+    /// the caller seals the bytes ([`Unsealed::seal`]) where it suits it (a hybrid store, on
+    /// the thread that writes the file while the rows are written).
+    pub fn redact_and_encode_unsealed<'a>(
+        &self,
+        checkpoint: &'a Checkpoint,
+        store: &dyn CheckpointStore,
+    ) -> Result<(Cow<'a, Checkpoint>, Unsealed)> {
+        let redacted = self.redactor.redact_for(checkpoint, store).checkpoint;
+        let mut encoder = self.encoder.lock().unwrap_or_else(|p| p.into_inner());
+        let unsealed = encoder
+            .encode_unsealed(&redacted)
+            .map_err(|error| Error::Encode {
+                id: checkpoint.id.to_string(),
+                error,
+            })?;
+        drop(encoder);
+        Ok((redacted, unsealed))
+    }
+
     /// [`FileStore::stage_encoded`] without redaction: `checkpoint` is written exactly as
     /// `bytes`. For a checkpoint already redacted by [`FileStore::redactor`] (a hybrid store's
     /// save: redacting twice would scan it twice), and for a file that must be byte for byte
@@ -531,6 +552,13 @@ pub struct StagedFile<F: Fs = RealFs> {
     staged: Staged<F>,
     summary: CheckpointSummary,
     integrity: Option<String>,
+}
+
+impl<F: Fs> StagedFile<F> {
+    /// The checksum its bytes state (`None` for bytes without an `integrity` line).
+    pub fn integrity(&self) -> Option<&str> {
+        self.integrity.as_deref()
+    }
 }
 
 /// Why [`FileStore::try_publish`] failed, and whether the file is in place all the same.

@@ -9,10 +9,12 @@
 //! from the cached snapshot, and the execution's row. That is every statement of the save,
 //! each prepared once per connection: on the agent-run workload, six (the checkpoint, one
 //! thought, one tool call, the variables that changed closed and their new revisions with the
-//! new tool result inserted, the execution). Anything else — no cached tip, the tip moved on in
-//! another process, the same id saved again — takes the general path: read what is stored
-//! ([`lookup`]), then replace, continue (reading the parent back if it is not cached) or start
-//! a line.
+//! new tool result inserted, the execution), and a seventh on SQLite when the checksum was still
+//! being computed as the rows went in (a hybrid save hashes its file on another thread): the
+//! checksum, written into the `checkpoints` row last. Anything else — no cached tip, the tip
+//! moved on in another process, the same id saved again — takes the general path: read what is
+//! stored ([`lookup`]), then replace, continue (reading the parent back if it is not cached) or
+//! start a line.
 
 use crate::checkpoint::append_pg;
 use crate::checkpoint::changes::Changes;
@@ -30,24 +32,70 @@ use crate::statement::fixed::{execute, insert_rows};
 use crate::statement::{row, shape, Param};
 use caf_core::format::Checkpoint;
 use std::borrow::Cow;
+use std::cell::OnceCell;
 use std::collections::BTreeSet;
 
-/// What caf writes for a checkpoint: its integrity checksum and size.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Encoded {
-    pub integrity: String,
+/// What caf writes for a checkpoint: its size and integrity checksum. The checksum may still
+/// be being computed (a hybrid save hashes its file on the thread that writes it): it is then
+/// asked for only where it is needed, after the rows that do not need it are written.
+pub(crate) struct Encoded<'a> {
     pub bytes: u64,
+    integrity: OnceCell<String>,
+    /// Waits for the checksum, when it was not known at first.
+    later: Option<&'a dyn Fn() -> Result<String>>,
 }
 
-impl Encoded {
+impl<'a> Encoded<'a> {
     /// Reads the integrity line of an encoded document as caf writes it.
     pub fn from_bytes(bytes: &[u8]) -> Option<Self> {
         Some(Self {
-            integrity: caf_core::store::stated_integrity(bytes)?,
             bytes: bytes.len() as u64,
+            integrity: OnceCell::from(caf_core::store::stated_integrity(bytes)?),
+            later: None,
         })
     }
+
+    /// An encoding of `bytes` bytes whose checksum `integrity` gives (waiting for it).
+    pub fn later(bytes: u64, integrity: &'a dyn Fn() -> Result<String>) -> Self {
+        Self {
+            bytes,
+            integrity: OnceCell::new(),
+            later: Some(integrity),
+        }
+    }
+
+    /// The checksum, once known (waited for the first time, if it was not known at first).
+    pub fn integrity(&self) -> Result<&str> {
+        if let Some(known) = self.integrity.get() {
+            return Ok(known);
+        }
+        let found = match self.later {
+            Some(later) => later()?,
+            None => String::new(),
+        };
+        Ok(self.integrity.get_or_init(|| found))
+    }
+
+    /// The checksum if it is known without waiting.
+    fn known(&self) -> Option<&str> {
+        self.integrity.get().map(String::as_str)
+    }
+
+    /// The checksum, known at first.
+    pub fn into_integrity(self) -> Option<String> {
+        self.integrity.into_inner()
+    }
 }
+
+/// What a SQLite save's `checkpoints` row holds, inside its transaction, until the checksum it
+/// waits for is written over it (never committed).
+const PENDING: &str = "pending";
+
+shape!(
+    /// Writes the checksum of a checkpoint saved before it was known (`integrity`, `id`).
+    SetIntegrity,
+    "UPDATE checkpoints SET integrity = ? WHERE id = ?"
+);
 
 /// What a save did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -94,7 +142,7 @@ pub(crate) fn save_in_tx(
     conn: &mut AnyConnection,
     cache: &mut LineCache,
     c: &Checkpoint,
-    enc: &Encoded,
+    enc: &Encoded<'_>,
 ) -> Result<Saved> {
     match conn.backend() {
         Backend::Postgres => append_pg::lock_for_save(conn, c.execution_id.as_str())?,
@@ -138,7 +186,7 @@ fn continue_cached_line(
     conn: &mut AnyConnection,
     cache: &mut LineCache,
     c: &Checkpoint,
-    enc: &Encoded,
+    enc: &Encoded<'_>,
 ) -> Result<Option<Saved>> {
     let Some(parent) = c.parent_id.as_ref() else {
         return Ok(None);
@@ -150,7 +198,11 @@ fn continue_cached_line(
         line_id: tip.place.line_id,
         seq: tip.place.seq + 1,
     };
-    let row = CheckpointRow::of(c, place, &enc.integrity, enc.bytes);
+    // SQLite's rows go in while the checksum is still being computed, if it is (each
+    // statement there is a call, not a round trip); PostgreSQL's append is one round trip.
+    let pending = conn.backend() == Backend::Sqlite && enc.known().is_none();
+    let integrity = if pending { PENDING } else { enc.integrity()? };
+    let row = CheckpointRow::of(c, place, integrity, enc.bytes);
     let changes = Changes::between(ItemContext::of(c, place), &tip.snapshot, &c.snapshot);
     let fail = Failing::of(conn, c);
     if conn.backend() == Backend::Postgres {
@@ -184,6 +236,11 @@ fn continue_cached_line(
         }
         changes.write(conn)?;
         write_labels_and_execution(conn, c)?;
+        if pending {
+            let integrity = enc.integrity()?;
+            execute::<SetIntegrity>(conn, &[Param::Text(integrity), Param::Text(c.id.as_str())])
+                .map_err(fail.at("writing its checksum"))?;
+        }
     }
     changes.apply(&mut tip.snapshot, &c.snapshot);
     tip.advance(c, place);
@@ -198,14 +255,15 @@ fn save_in_general(
     conn: &mut AnyConnection,
     cache: &mut LineCache,
     c: &Checkpoint,
-    enc: &Encoded,
+    enc: &Encoded<'_>,
 ) -> Result<Saved> {
     let execution = c.execution_id.as_str();
     let fail = Failing::of(conn, c);
+    let new_integrity = enc.integrity()?;
     let mut found = lookup(conn, c).map_err(fail.at("looking it up"))?;
     let mut outcome = SyncOutcome::Added;
     if let Some(integrity) = &found.existing_integrity {
-        if *integrity == enc.integrity {
+        if integrity == new_integrity {
             return Ok(Saved {
                 outcome: SyncOutcome::Unchanged,
                 tip: None,
@@ -248,7 +306,7 @@ fn save_in_general(
         }
     };
     let tip = write_items(conn, c, place, old)?;
-    CheckpointRow::of(c, place, &enc.integrity, enc.bytes)
+    CheckpointRow::of(c, place, new_integrity, enc.bytes)
         .insert(conn)
         .map_err(fail.at("inserting it"))?;
     write_labels_and_execution(conn, c)?;
