@@ -9,8 +9,9 @@
 //!
 //! A file may come unsealed ([`caf_core::format::Unsealed`]): the thread then hashes it too, so
 //! that the checksum (~50 µs for the agent-run workload's median 84 KB) is computed while the
-//! rows that do not need it are written; the `checkpoints` row gets it last
-//! ([`crate::checkpoint::save`]).
+//! rows that do not need it are written: the usual save writes its `checkpoints` row first and
+//! the checksum into it last, any other writes that row after the items
+//! ([`crate::checkpoint::save`]); a save that replaces a checkpoint waits for it first.
 //!
 //! The thread takes a file only when it is idle (a rendezvous: nothing waits in a queue), so a
 //! save never waits, holding its transaction's locks, for other saves' files: when the thread

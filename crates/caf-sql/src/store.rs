@@ -319,8 +319,9 @@ impl SqlStore {
                         attempt += 1;
                         continue;
                     }
-                    // A lost commit had its checksum (its row was written with it).
-                    let integrity = enc.integrity().unwrap_or_default().to_string();
+                    // A lost commit had its checksum (its row was written with it); an error
+                    // before that does not wait for it.
+                    let integrity = enc.known().unwrap_or_default().to_string();
                     let e = self.save_failed(&mut inner, e, &checkpoint.id, &integrity);
                     return Err(e.located(|| self.location()));
                 }

@@ -8,9 +8,9 @@
 //!
 //! Writing costs one serialization: the document is written with a placeholder of the
 //! checksum's length in its `integrity` member (before `metadata`, its sorted place), then the
-//! text around that line is hashed and the checksum written over the placeholder. Reading a file caf wrote
-//! costs one hash of the file minus that line; a file whose layout was changed (re-indented, keys
-//! reordered) is verified by re-serializing its content canonically.
+//! text around that line is hashed and the checksum written over the placeholder. Reading a
+//! file caf wrote costs one hash of the file minus that line; a file whose layout was changed
+//! (re-indented, keys reordered) is verified by re-serializing its content canonically.
 
 use super::error::LoadError;
 use serde_json::Value;
@@ -84,8 +84,9 @@ pub(super) fn fill_placeholder(line: &mut [u8], integrity: &str) {
     line[value..value + integrity.len()].copy_from_slice(integrity.as_bytes());
 }
 
-/// Inserts the `integrity` line into canonical text, before the top-level `metadata` member.
-/// Top-level members are the only lines indented by exactly two spaces, and JSON strings never
+/// Inserts the `integrity` line into canonical text, before the top-level `metadata` member
+/// (caf's encoder writes the line in place instead; this is for text built otherwise, such as a
+/// test's forged document). Top-level members are the only lines indented by exactly two spaces, and JSON strings never
 /// hold a raw newline, so the search cannot match inside a value.
 pub fn splice(text: Vec<u8>, integrity: &str) -> Option<Vec<u8>> {
     let at = find(&text, METADATA)? + 1;

@@ -77,7 +77,7 @@ impl<'a> Encoded<'a> {
     }
 
     /// The checksum if it is known without waiting.
-    fn known(&self) -> Option<&str> {
+    pub(crate) fn known(&self) -> Option<&str> {
         self.integrity.get().map(String::as_str)
     }
 
@@ -88,8 +88,9 @@ impl<'a> Encoded<'a> {
 }
 
 /// What a SQLite save's `checkpoints` row holds, inside its transaction, until the checksum it
-/// waits for is written over it (never committed).
-const PENDING: &str = "pending";
+/// waits for is written over it (never committed). As long as a checksum, so that the row keeps
+/// its size when it gets it.
+const PENDING: &str = "sha256:pending-00000000000000000000000000000000000000000000000000000000";
 
 shape!(
     /// Writes the checksum of a checkpoint saved before it was known (`integrity`, `id`).
@@ -259,11 +260,10 @@ fn save_in_general(
 ) -> Result<Saved> {
     let execution = c.execution_id.as_str();
     let fail = Failing::of(conn, c);
-    let new_integrity = enc.integrity()?;
     let mut found = lookup(conn, c).map_err(fail.at("looking it up"))?;
     let mut outcome = SyncOutcome::Added;
     if let Some(integrity) = &found.existing_integrity {
-        if integrity == new_integrity {
+        if integrity == enc.integrity()? {
             return Ok(Saved {
                 outcome: SyncOutcome::Unchanged,
                 tip: None,
@@ -306,7 +306,8 @@ fn save_in_general(
         }
     };
     let tip = write_items(conn, c, place, old)?;
-    CheckpointRow::of(c, place, new_integrity, enc.bytes)
+    // Last: a checksum still being computed had the items' time to be ready.
+    CheckpointRow::of(c, place, enc.integrity()?, enc.bytes)
         .insert(conn)
         .map_err(fail.at("inserting it"))?;
     write_labels_and_execution(conn, c)?;
