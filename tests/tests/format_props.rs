@@ -71,6 +71,23 @@ proptest! {
         prop_assert_eq!(decoded.checkpoint, c);
     }
 
+    /// The format's definition, built independently of the encoder (which writes a placeholder
+    /// checksum and fills it in place): the document without `integrity`, pretty-printed with
+    /// sorted keys and a trailing newline, hashed, and the `integrity` line inserted before
+    /// `metadata`.
+    #[test]
+    fn encode_writes_the_canonical_text_and_its_checksum(c in arb_checkpoint()) {
+        use caf_core::format::integrity::{digest, splice, write_canonical};
+        let bytes = encode(&c).unwrap();
+        let mut doc: Value = serde_json::from_slice(&bytes).unwrap();
+        doc.as_object_mut().unwrap().remove("integrity").unwrap();
+        let mut text = Vec::new();
+        write_canonical(&mut text, &doc).unwrap();
+        let sum = digest(&[&text]);
+        let expected = splice(text, &sum).unwrap();
+        prop_assert!(bytes == expected, "{}", String::from_utf8_lossy(&bytes));
+    }
+
     #[test]
     fn encode_is_deterministic(c in arb_checkpoint()) {
         let one = encode(&c).unwrap();

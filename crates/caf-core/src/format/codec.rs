@@ -124,7 +124,7 @@ impl Unsealed {
         self.text.len()
     }
 
-    /// Never: a document is never empty.
+    /// Whether there are no bytes (never, for a document).
     pub fn is_empty(&self) -> bool {
         self.text.is_empty()
     }

@@ -85,9 +85,10 @@ pub(super) fn fill_placeholder(line: &mut [u8], integrity: &str) {
 }
 
 /// Inserts the `integrity` line into canonical text, before the top-level `metadata` member
-/// (caf's encoder writes the line in place instead; this is for text built otherwise, such as a
-/// test's forged document). Top-level members are the only lines indented by exactly two spaces, and JSON strings never
-/// hold a raw newline, so the search cannot match inside a value.
+/// (caf's encoder writes the line in place instead; this is for text built otherwise, such as
+/// a test's forged document). Top-level members are the only lines indented by exactly two
+/// spaces, and JSON strings never hold a raw newline, so the search cannot match inside a
+/// value.
 pub fn splice(text: Vec<u8>, integrity: &str) -> Option<Vec<u8>> {
     let at = find(&text, METADATA)? + 1;
     let mut out = Vec::with_capacity(text.len() + integrity.len() + 24);
