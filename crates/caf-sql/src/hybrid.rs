@@ -312,7 +312,6 @@ impl<F: Fs> HybridStore<F> {
             file_written()?;
             self.record_unflushed(conn, reserved.as_ref(), &[id.as_str()])
         });
-        drop(enc);
         drop(staging);
         let staged = match staged.into_inner() {
             Some(Err(e)) => return Err(e),

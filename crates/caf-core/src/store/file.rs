@@ -401,14 +401,7 @@ impl<F: Fs> FileStore<F> {
         store: &dyn CheckpointStore,
     ) -> Result<(Cow<'a, Checkpoint>, Unsealed)> {
         let redacted = self.redactor.redact_for(checkpoint, store).checkpoint;
-        let mut encoder = self.encoder.lock().unwrap_or_else(|p| p.into_inner());
-        let unsealed = encoder
-            .encode_unsealed(&redacted)
-            .map_err(|error| Error::Encode {
-                id: checkpoint.id.to_string(),
-                error,
-            })?;
-        drop(encoder);
+        let unsealed = self.encode_unsealed(&redacted)?;
         Ok((redacted, unsealed))
     }
 
@@ -515,11 +508,18 @@ impl<F: Fs> FileStore<F> {
     /// Encodes `checkpoint` as [`crate::format::encode`] does, splicing in the text of the thoughts and tool
     /// calls this store wrote before ([`Encoder`]).
     pub fn encode(&self, checkpoint: &Checkpoint) -> Result<Vec<u8>> {
+        self.encode_unsealed(checkpoint).map(Unsealed::seal)
+    }
+
+    /// [`FileStore::encode`] but for the checksum ([`Encoder::encode_unsealed`]).
+    fn encode_unsealed(&self, checkpoint: &Checkpoint) -> Result<Unsealed> {
         let mut encoder = self.encoder.lock().unwrap_or_else(|p| p.into_inner());
-        encoder.encode(checkpoint).map_err(|error| Error::Encode {
-            id: checkpoint.id.to_string(),
-            error,
-        })
+        encoder
+            .encode_unsealed(checkpoint)
+            .map_err(|error| Error::Encode {
+                id: checkpoint.id.to_string(),
+                error,
+            })
     }
 
     /// Replaces the store's redaction rules (the default: [`RedactionRules::new`], every
