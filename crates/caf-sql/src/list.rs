@@ -75,13 +75,26 @@ pub(crate) fn list_in(conn: &mut AnyConnection, f: &ListFilter) -> Result<Vec<Ch
         );
     }
     q = q.order((checkpoints::timestamp.desc(), checkpoints::id.desc()));
-    if let Some(limit) = f.limit {
-        q = q.limit(i64::try_from(limit).unwrap_or(i64::MAX));
-    }
-    let rows: Vec<SummaryRow> = q
-        .select(SummaryRow::as_select())
-        .load(conn)
-        .map_err(fail())?;
+    let rows: Vec<SummaryRow> = match (f.limit, backend) {
+        // SQLite reads rows as they are stepped: taking `limit` of them reads no more. A
+        // `LIMIT ?` would cost more than it saves: SQLite prepares a statement again each time
+        // a value that could change its plan (a limit) is bound.
+        (Some(limit), crate::Backend::Sqlite) => q
+            .select(SummaryRow::as_select())
+            .load_iter::<SummaryRow, diesel::connection::DefaultLoadingMode>(conn)
+            .map_err(fail())?
+            .take(limit)
+            .collect::<QueryResult<_>>()
+            .map_err(fail())?,
+        (limit, _) => {
+            if let Some(limit) = limit {
+                q = q.limit(i64::try_from(limit).unwrap_or(i64::MAX));
+            }
+            q.select(SummaryRow::as_select())
+                .load(conn)
+                .map_err(fail())?
+        }
+    };
     summaries(backend, rows)
 }
 
@@ -94,7 +107,9 @@ pub(crate) fn summary_in(
     let row: Option<SummaryRow> = checkpoints::table
         .filter(checkpoints::id.eq(id.as_str()))
         .select(SummaryRow::as_select())
-        .first(conn)
+        // Not `first`: its `LIMIT ?` makes SQLite prepare the statement again each time (the
+        // key finds one row at most).
+        .get_result(conn)
         .optional()
         .map_err(SqlError::query(backend, "reading a checkpoint summary"))?;
     Ok(summaries(backend, row.into_iter().collect())?.pop())

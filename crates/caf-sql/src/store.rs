@@ -354,6 +354,19 @@ impl SqlStore {
             })
     }
 
+    /// The newest checkpoint of an execution (the first it lists), found and loaded in one
+    /// read transaction; `None` if it has none.
+    pub fn latest_checkpoint(&self, execution: &ExecutionId) -> Result<Option<Checkpoint>> {
+        let mut newest = ListFilter::execution(execution);
+        newest.limit = Some(1);
+        self.with_tx_again(TxMode::Read, |conn, _| {
+            match list_in(conn, &newest)?.into_iter().next() {
+                Some(s) => load_in_tx(conn, &s.id),
+                None => Ok(None),
+            }
+        })
+    }
+
     /// Lists summaries matching `filter`, newest first (timestamp, then id, descending).
     pub fn list_checkpoints(&self, filter: &ListFilter) -> Result<Vec<CheckpointSummary>> {
         self.on_conn(|inner| list_in(&mut inner.conn, filter))
@@ -429,6 +442,10 @@ impl CheckpointStore for SqlStore {
 
     fn list(&self, filter: &ListFilter) -> caf_core::Result<Vec<CheckpointSummary>> {
         Ok(self.list_checkpoints(filter)?)
+    }
+
+    fn latest(&self, execution_id: &ExecutionId) -> caf_core::Result<Option<Checkpoint>> {
+        Ok(self.latest_checkpoint(execution_id)?)
     }
 
     fn delete(&self, id: &CheckpointId) -> caf_core::Result<bool> {

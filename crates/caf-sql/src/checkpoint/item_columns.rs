@@ -8,6 +8,7 @@
 //! item serializes them), never through an intermediate JSON value.
 
 use crate::checkpoint::checkpoint_row::{Damaged, Place};
+use crate::checkpoint::with_members::{Member, WithMembers};
 use crate::columns::{count, json, text};
 use crate::statement::{row, shape};
 use caf_core::format::{Checkpoint, CompletedStep, JsonObject, Thought, ToolCall, ToolStatus};
@@ -314,10 +315,17 @@ fn typed<T: serde::de::DeserializeOwned>(m: JsonObject) -> Result<T, Damaged> {
 
 /// A thought from its payload and `content` column.
 pub(crate) fn thought_from(payload: &str, content: String) -> Result<Thought, Damaged> {
-    let mut m = object(payload)?;
-    m.entry("content")
-        .or_insert(serde_json::Value::String(content));
-    typed(m)
+    if content.contains('\u{fffd}') {
+        // The column may stand for a content with NULs, which the payload then holds
+        // exactly: the payload's wins.
+        let mut m = object(payload)?;
+        m.entry("content")
+            .or_insert(serde_json::Value::String(content));
+        return typed(m);
+    }
+    WithMembers::new(payload, [Some(("content", Member::Text(content)))])
+        .parse()
+        .map_err(|e| Damaged(format!("a stored thought: {e}")))
 }
 
 /// A tool call from its payload and `args` / `result` columns.
@@ -326,16 +334,10 @@ pub(crate) fn call_from(
     args: &str,
     result: Option<&str>,
 ) -> Result<ToolCall, Damaged> {
-    let mut m = object(payload)?;
-    let value = |s: &str| {
-        serde_json::from_str::<serde_json::Value>(s)
-            .map_err(|e| Damaged(format!("a stored tool call value: {e}")))
-    };
-    m.insert("args".into(), value(args)?);
-    if let Some(r) = result {
-        m.insert("result".into(), value(r)?);
-    }
-    typed(m)
+    let result = result.map(|r| ("result", Member::Json(r)));
+    WithMembers::new(payload, [Some(("args", Member::Json(args))), result])
+        .parse()
+        .map_err(|e| Damaged(format!("a stored tool call: {e}")))
 }
 
 #[cfg(test)]
@@ -385,6 +387,38 @@ mod tests {
         assert_eq!(payload, without(&nul, &[]), "a NUL keeps the exact content");
         let column = text(&nul.content).into_owned();
         assert_eq!(thought_from(&payload, column).unwrap(), nul);
+        let replacement = thought("a\u{fffd}b, as written");
+        let payload = thought_payload(&replacement);
+        assert_eq!(
+            thought_from(&payload, replacement.content.clone()).unwrap(),
+            replacement
+        );
+    }
+
+    #[test]
+    fn damaged_rows_fail_to_load_and_add_nothing() {
+        let call: ToolCall = serde_json::from_value(json!({
+            "args": {"q": "x"}, "id": "c-1", "status": "pending", "tool_id": "search"
+        }))
+        .unwrap();
+        let payload = call_payload(&call);
+        // A value that would add a member of its own if it were joined in as it stands.
+        let smuggled = r#"{"q": "x"}, "extensions": {"x-added": 1}"#;
+        assert!(call_from(&payload, smuggled, None).is_err());
+        assert!(call_from(&payload, "{}", Some("1, \"success\": true")).is_err());
+        assert!(call_from(&payload, "{", None).is_err());
+        // A payload that holds a column's member too: a duplicate, not a silent choice.
+        let with_args = without(&call, &[]);
+        assert!(call_from(&with_args, "{}", None).is_err());
+        assert!(call_from("[1]", "{}", None).is_err());
+        assert!(
+            call_from("{}", "{}", None).is_err(),
+            "id, status, tool_id missing"
+        );
+        let t = thought("x");
+        assert!(thought_from(&without(&t, &[]), "x".into()).is_err());
+        assert!(thought_from("not json", "x".into()).is_err());
+        assert!(thought_from(&thought_payload(&t), "x".into()).is_ok());
     }
 
     #[test]

@@ -41,7 +41,9 @@ pub(crate) fn load_in_tx(
     let row: Option<CheckpointRow> = checkpoints::table
         .select(CheckpointRow::as_select())
         .filter(checkpoints::id.eq(id.as_str()))
-        .first(conn)
+        // The key finds one row at most; `first`'s `LIMIT ?` would make SQLite prepare the
+        // statement again on every load.
+        .get_result(conn)
         .optional()
         .map_err(SqlError::query(backend, format!("loading {id}")))?;
     let Some(row) = row else { return Ok(None) };

@@ -9,6 +9,7 @@
 //! - [`checkpoint_row`]: the `checkpoints` row (header columns, `exact`, the `rest` JSON).
 //! - [`item_revisions`]: revisions of thoughts, tool calls and completed steps.
 //! - [`item_columns`]: how an item becomes the columns and payload of its row, and back.
+//! - [`with_members`]: parsing an item typed from its payload and the members its columns hold.
 //! - [`entry_revisions`]: revisions of the entries of the snapshot's lists and maps.
 //! - [`parent_lookup`]: what the general save reads first (the stored version, the parent's
 //!   place).
@@ -26,3 +27,4 @@ pub(crate) mod parent_lookup;
 pub(crate) mod save;
 #[cfg(test)]
 mod tests;
+pub(crate) mod with_members;

@@ -1,0 +1,62 @@
+//! Restores the latest checkpoint of an execution from a SQLite store many times, for profiling
+//! the SQL restore path:
+//! `cargo run --release -p caf-sql --example sql_restore_profile -- [STEPS] [N]`.
+//!
+//! It saves one execution of the agent-run workload (`STEPS` steps, 100 by default) into a fresh
+//! SQLite database in a temporary directory, then times `latest` and `load` of its last
+//! checkpoint, `N` calls each (2,000 by default): the median and the best of 20 batches.
+
+#![allow(clippy::unwrap_used, clippy::print_stdout)]
+
+use caf_core::{
+    CheckpointManager, CheckpointOptions, CheckpointReason, CheckpointStore, RuntimeState,
+};
+use caf_sql::SqlStore;
+use std::time::Instant;
+
+fn per_call(n: usize, mut f: impl FnMut()) -> String {
+    let each = (n / 20).max(1);
+    let mut means: Vec<f64> = (0..20)
+        .map(|_| {
+            let start = Instant::now();
+            for _ in 0..each {
+                f();
+            }
+            start.elapsed().as_secs_f64() * 1e6 / each as f64
+        })
+        .collect();
+    means.sort_by(f64::total_cmp);
+    format!("{:.0} µs (best {:.0} µs)", means[means.len() / 2], means[0])
+}
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let steps: usize = args.next().map_or(100, |s| s.parse().unwrap());
+    let n: usize = args.next().map_or(2000, |s| s.parse().unwrap());
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("profile.db").display());
+    let store = SqlStore::open(&url).unwrap();
+    let manager = CheckpointManager::new(store);
+    let mut state = RuntimeState::new("profile-agent");
+    let mut last = None;
+    for s in 1..=steps {
+        caf_core::workload::agent_run_step(&mut state, s).unwrap();
+        let options = CheckpointOptions::new(CheckpointReason::StepCompleted);
+        last = Some(manager.checkpoint(&mut state, options).unwrap().id);
+    }
+    let store = manager.store();
+    let execution = state.execution_id().clone();
+    let id = last.unwrap();
+    println!(
+        "latest: {}",
+        per_call(n, || {
+            std::hint::black_box(store.latest(&execution).unwrap());
+        })
+    );
+    println!(
+        "load:   {}",
+        per_call(n, || {
+            std::hint::black_box(store.load(&id).unwrap());
+        })
+    );
+}
