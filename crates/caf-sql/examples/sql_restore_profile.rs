@@ -1,10 +1,11 @@
 //! Restores the latest checkpoint of an execution from a SQLite store many times, for profiling
 //! the SQL restore path:
-//! `cargo run --release -p caf-sql --example sql_restore_profile -- [STEPS] [N]`.
+//! `cargo run --release -p caf-sql --example sql_restore_profile -- [STEPS] [N] [EXECUTIONS]`.
 //!
-//! It saves one execution of the agent-run workload (`STEPS` steps, 100 by default) into a fresh
-//! SQLite database in a temporary directory, then times `latest` and `load` of its last
-//! checkpoint, `N` calls each (2,000 by default): the median and the best of 20 batches.
+//! It saves `EXECUTIONS` executions (1 by default) of the agent-run workload (`STEPS` steps, 100
+//! by default) into a fresh SQLite database in a temporary directory, then times `latest` (of
+//! each execution in turn, as `caf bench` restores them) and `load` of the last checkpoint
+//! saved, `N` calls each (2,000 by default): the median and the best of 20 batches.
 
 #![allow(clippy::unwrap_used, clippy::print_stdout)]
 
@@ -33,24 +34,30 @@ fn main() {
     let mut args = std::env::args().skip(1);
     let steps: usize = args.next().map_or(100, |s| s.parse().unwrap());
     let n: usize = args.next().map_or(2000, |s| s.parse().unwrap());
+    let executions: usize = args.next().map_or(1, |s| s.parse().unwrap());
     let dir = tempfile::tempdir().unwrap();
     let url = format!("sqlite://{}", dir.path().join("profile.db").display());
     let store = SqlStore::open(&url).unwrap();
     let manager = CheckpointManager::new(store);
-    let mut state = RuntimeState::new("profile-agent");
     let mut last = None;
-    for s in 1..=steps {
-        caf_core::workload::agent_run_step(&mut state, s).unwrap();
-        let options = CheckpointOptions::new(CheckpointReason::StepCompleted);
-        last = Some(manager.checkpoint(&mut state, options).unwrap().id);
+    let mut execs = Vec::new();
+    for e in 0..executions.max(1) {
+        let mut state = RuntimeState::new(format!("profile-agent-{e}"));
+        for s in 1..=steps {
+            caf_core::workload::agent_run_step(&mut state, s).unwrap();
+            let options = CheckpointOptions::new(CheckpointReason::StepCompleted);
+            last = Some(manager.checkpoint(&mut state, options).unwrap().id);
+        }
+        execs.push(state.execution_id().clone());
     }
     let store = manager.store();
-    let execution = state.execution_id().clone();
     let id = last.unwrap();
+    let mut turn = execs.iter().cycle();
     println!(
         "latest: {}",
         per_call(n, || {
-            std::hint::black_box(store.latest(&execution).unwrap());
+            let execution = turn.next().unwrap();
+            std::hint::black_box(store.latest(execution).unwrap());
         })
     );
     println!(
