@@ -147,7 +147,7 @@ impl<F: Fs> Target<F> {
     fn flush(&self, upto: i64) -> caf_core::Result<()> {
         sync_file_system(self.files.fs(), self.files.root())?;
         self.sql
-            .with_conn_writing(|c| forget_flushed(c, self.writer, upto))
+            .with_conn(|c| forget_flushed(c, self.writer, upto))
             .map(|_| ())
             .map_err(|e| SqlError::query(self.sql.backend(), "forgetting flushed files")(e).into())
     }

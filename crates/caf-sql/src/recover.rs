@@ -93,7 +93,7 @@ pub(crate) fn recover<F: Fs>(
         unflushed::sync_file_system(files.fs(), files.root())?;
     }
     if earlier_boot && out.failed.is_empty() {
-        sql.with_conn_writing(|c| unflushed::forget_earlier_boots(c, store_id, boot.unwrap_or("")))
+        sql.with_conn(|c| unflushed::forget_earlier_boots(c, store_id, boot.unwrap_or("")))
             .map_err(SqlError::query(sql.backend(), "forgetting checked files"))?;
     }
     Ok(out)

@@ -344,25 +344,6 @@ impl SqlStore {
         r
     }
 
-    /// [`with_conn`](Self::with_conn) for statements that write: in this process's turn among
-    /// the database's writers (see [`crate::group_commit`]), as a save's transaction is. Outside
-    /// a turn, a write that finds another process writing sleeps in SQLite's busy handler (a
-    /// millisecond, then longer), holding the store's connection, and so this process's saves,
-    /// all along.
-    pub(crate) fn with_conn_writing<T, E>(
-        &self,
-        f: impl FnOnce(&mut AnyConnection) -> std::result::Result<T, E>,
-    ) -> std::result::Result<T, E> {
-        let mut inner = self.lock();
-        let turn = self.group.as_ref().map(GroupCommit::turn);
-        let r = f(&mut inner.conn);
-        drop(turn);
-        if r.is_err() {
-            self.note_failure(&mut inner);
-        }
-        r
-    }
-
     /// Loads a checkpoint ([`SqlError::NotFound`] if there is none with this id). It equals
     /// what was saved.
     pub fn load_checkpoint(&self, id: &CheckpointId) -> Result<Checkpoint> {
