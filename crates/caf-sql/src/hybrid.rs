@@ -367,6 +367,8 @@ impl<F: Fs> HybridStore<F> {
 
 impl<F: Fs> CheckpointStore for HybridStore<F> {
     fn save(&self, checkpoint: &Checkpoint) -> Result<CheckpointSummary> {
+        // Woken now, the stager is up by the time the file is handed to it.
+        self.stager.get_or_init(Stager::start).nudge();
         let (redacted, unsealed) = self.files.redact_and_encode_unsealed(checkpoint, self)?;
         // SQLite's rows are written while the stager hashes; PostgreSQL's first statement
         // needs the checksum (its save is a few round trips, each as long as the hash).
@@ -380,6 +382,7 @@ impl<F: Fs> CheckpointStore for HybridStore<F> {
     /// Redacts the checkpoint with the file store's rules (encoding it again if that changed
     /// it), so that file and database hold the same redacted copy.
     fn save_encoded(&self, checkpoint: &Checkpoint, bytes: &[u8]) -> Result<CheckpointSummary> {
+        self.stager.get_or_init(Stager::start).nudge();
         let (redacted, bytes) = self
             .files
             .redact_and_encode(checkpoint, Some(bytes), self)?;
