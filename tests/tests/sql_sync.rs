@@ -48,6 +48,31 @@ fn demo_runs_load_back_equal() {
     });
 }
 
+/// Each row holds the checksum and size of the checkpoint's canonical encoding (on SQLite
+/// computed on a helper thread while the rows are written, and written into the row last), for
+/// saves that start a line and saves that continue one.
+#[test]
+fn each_row_holds_the_checksum_of_its_encoding() {
+    on_each_backend("each_row_holds_the_checksum_of_its_encoding", |db| {
+        let mut run = agent_run(2, 30);
+        run.extend(demo_run(5, 12));
+        save_all(db, &run);
+        let rows = db
+            .read_only_sql("SELECT id, integrity, bytes FROM checkpoints")
+            .unwrap()
+            .rows;
+        assert_eq!(rows.len(), run.len());
+        for row in rows {
+            let id = row[0].as_str().unwrap();
+            let c = run.iter().find(|c| c.id.as_str() == id).unwrap();
+            let file = caf_core::format::encode(c).unwrap();
+            let stated = caf_core::store::stated_integrity(&file).unwrap();
+            assert_eq!(row[1].as_str(), Some(stated.as_str()), "{id}");
+            assert_eq!(row[2].as_u64(), Some(file.len() as u64), "{id}");
+        }
+    });
+}
+
 #[test]
 fn arbitrary_checkpoints_load_back_equal_alone_and_chained() {
     on_each_backend("arbitrary_checkpoints", |db| {

@@ -7,6 +7,7 @@
 
 use super::check::check;
 use super::error::{EncodeError, LoadError};
+use super::hash_helper;
 use super::integrity;
 use super::json::parse_strict;
 use super::model::Checkpoint;
@@ -137,6 +138,38 @@ impl Unsealed {
         integrity::fill_placeholder(&mut text[line], &digest);
         text
     }
+
+    /// Starts computing the checksum on the helper thread that [`super::decode_known_shared`]
+    /// hashes on, for a caller that needs the checksum later and not the bytes (a database
+    /// store, which writes its rows meanwhile). Wake the helper first, before encoding, with
+    /// [`prepare_checksum_beside`]: waking it takes longer than a small document's hash.
+    pub fn checksum_beside(self) -> PendingChecksum {
+        let Self { text, line } = self;
+        PendingChecksum(hash_helper::start(&std::sync::Arc::new(text), line))
+    }
+}
+
+/// A checksum being computed beside the caller ([`Unsealed::checksum_beside`]).
+pub struct PendingChecksum(hash_helper::Pending);
+
+impl PendingChecksum {
+    /// The checksum (`sha256:` and 64 hex digits): the helper's, or computed here if the helper
+    /// has not started on it (busy, or no core to run on).
+    pub fn finish(&self) -> String {
+        self.0.finish()
+    }
+}
+
+impl std::fmt::Debug for PendingChecksum {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("PendingChecksum")
+    }
+}
+
+/// Wakes the helper thread ahead of an [`Unsealed::checksum_beside`] this thread is about to
+/// call (nothing if it is awake already).
+pub fn prepare_checksum_beside() {
+    hash_helper::nudge();
 }
 
 /// Decodes file bytes into a checkpoint of the current format (see the module docs).

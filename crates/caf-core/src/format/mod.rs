@@ -19,8 +19,8 @@ pub mod versions;
 
 pub use check::check;
 pub use codec::{
-    decode, decode_value, encode, encode_unsealed, parse, upgrade, version_of, Decoded, Limits,
-    Unsealed, MAX_DEPTH_CAP,
+    decode, decode_value, encode, encode_unsealed, parse, prepare_checksum_beside, upgrade,
+    version_of, Decoded, Limits, PendingChecksum, Unsealed, MAX_DEPTH_CAP,
 };
 pub use encoder::Encoder;
 pub use error::{EncodeError, LoadError, Violation};
