@@ -294,9 +294,10 @@ pub fn run(t: &Target, json: bool, a: &BenchArgs) -> CmdResult {
     crate::say!("medians per operation; --json adds means and p95");
     if all.iter().any(|f| f.sync_us.is_some()) {
         crate::say!(
-            "SQL: the database's part of a save (statements and commit), without the flush of \
-             SQLite's log that follows the commit (--json: flush_us); PostgreSQL's commit \
-             includes the server's flush"
+            "SQL: the database's part of a save (the writers' turn, statements, commit, and on \
+             SQLite the wait for the checksum computed beside), without the flush of SQLite's \
+             log that follows the commit (--json: flush_us); PostgreSQL's commit includes the \
+             server's flush"
         );
     }
     for f in all.iter().filter(|f| f.durability == Durability::Async) {
