@@ -64,7 +64,8 @@ pub(crate) fn list_in(conn: &mut AnyConnection, f: &ListFilter) -> Result<Vec<Ch
         let at: Option<i64> = filtered(f, agent, label)
             .select(checkpoints::timestamp)
             .filter(checkpoints::id.eq(before.as_str()))
-            .first(conn)
+            // One row at most (the key); no `LIMIT ?`, which SQLite re-prepares for.
+            .get_result(conn)
             .optional()
             .map_err(fail())?;
         let Some(at) = at else { return Ok(Vec::new()) };

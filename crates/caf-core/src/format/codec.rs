@@ -158,6 +158,21 @@ impl PendingChecksum {
     pub fn finish(&self) -> String {
         self.0.finish()
     }
+
+    /// Whether the helper has started on it, waiting up to `within` for it to: a caller that
+    /// would otherwise hash later, at a worse moment (holding a lock), can hash now instead.
+    pub fn started(&self, within: std::time::Duration) -> bool {
+        let until = std::time::Instant::now() + within;
+        loop {
+            if self.0.started() {
+                return true;
+            }
+            if std::time::Instant::now() >= until {
+                return false;
+            }
+            std::hint::spin_loop();
+        }
+    }
 }
 
 impl std::fmt::Debug for PendingChecksum {

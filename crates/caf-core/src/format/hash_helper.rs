@@ -157,6 +157,11 @@ pub(super) fn start(bytes: &Arc<Vec<u8>>, skip: Range<usize>) -> Pending {
 }
 
 impl Pending {
+    /// Whether the helper has taken the job (its result will come from there).
+    pub(super) fn started(&self) -> bool {
+        self.claim.load(Ordering::Acquire) == HELPER
+    }
+
     /// The checksum: hashed here if the helper has not started the job, else its result.
     pub(super) fn finish(&self) -> String {
         let mine = self

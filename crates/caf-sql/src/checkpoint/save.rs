@@ -55,6 +55,15 @@ impl<'a> Encoded<'a> {
         })
     }
 
+    /// An encoding of `bytes` bytes whose checksum is `integrity`.
+    pub fn with_integrity(bytes: u64, integrity: String) -> Self {
+        Self {
+            bytes,
+            integrity: OnceCell::from(integrity),
+            later: None,
+        }
+    }
+
     /// An encoding of `bytes` bytes whose checksum `integrity` gives (waiting for it).
     pub fn later(bytes: u64, integrity: &'a dyn Fn() -> Result<String>) -> Self {
         Self {
