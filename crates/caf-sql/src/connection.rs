@@ -57,6 +57,14 @@ impl Backend {
             Self::Postgres => "postgres",
         }
     }
+
+    /// Whether a save writes its rows while its checksum is still being computed on another
+    /// thread (the checksum goes into its row last): on SQLite, where each statement is a call;
+    /// not on PostgreSQL, where each is a round trip as long as the hash, so its save hashes
+    /// first.
+    pub(crate) fn hashes_beside_rows(self) -> bool {
+        self == Self::Sqlite
+    }
 }
 
 impl fmt::Display for Backend {

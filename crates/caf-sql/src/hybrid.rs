@@ -1,7 +1,7 @@
 //! [`HybridStore`]: checkpoint files as the source of truth, a database as their index.
 
 use crate::checkpoint::save::{Encoded, SyncOutcome};
-use crate::connection::{AnyConnection, Backend};
+use crate::connection::AnyConnection;
 use crate::error::SqlError;
 use crate::flusher::{self, Flusher, Reserved};
 use crate::recover::{recover, Recovery};
@@ -370,11 +370,11 @@ impl<F: Fs> CheckpointStore for HybridStore<F> {
         // Woken now, the stager is up by the time the file is handed to it.
         self.stager.get_or_init(Stager::start).nudge();
         let (redacted, unsealed) = self.files.redact_and_encode_unsealed(checkpoint, self)?;
-        // SQLite's rows are written while the stager hashes; PostgreSQL's first statement
-        // needs the checksum (its save is a few round trips, each as long as the hash).
-        let bytes = match self.sql.backend() {
-            Backend::Sqlite => FileBytes::Unsealed(unsealed),
-            Backend::Postgres => FileBytes::Sealed(unsealed.seal()),
+        // The stager hashes (seals) while the rows are written, where the backend allows it.
+        let bytes = if self.sql.backend().hashes_beside_rows() {
+            FileBytes::Unsealed(unsealed)
+        } else {
+            FileBytes::Sealed(unsealed.seal())
         };
         self.save_redacted(&redacted, bytes)
     }

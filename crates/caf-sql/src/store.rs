@@ -252,10 +252,9 @@ impl SqlStore {
         &self,
         checkpoint: &Checkpoint,
     ) -> Result<(CheckpointSummary, SyncOutcome)> {
-        // SQLite's rows are written while the checksum is computed on a helper thread (its
-        // statements are calls, not round trips; the row gets the checksum last, see
-        // `checkpoint::save`); woken now, the helper is up when the bytes come.
-        let beside = self.backend == Backend::Sqlite;
+        // The checksum is computed on the hash helper while the rows are written, where the
+        // backend allows it; woken now, the helper is up when the bytes come.
+        let beside = self.backend.hashes_beside_rows();
         if beside {
             caf_core::format::prepare_checksum_beside();
         }

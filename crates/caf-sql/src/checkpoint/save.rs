@@ -208,9 +208,7 @@ fn continue_cached_line(
         line_id: tip.place.line_id,
         seq: tip.place.seq + 1,
     };
-    // SQLite's rows go in while the checksum is still being computed, if it is (each
-    // statement there is a call, not a round trip); PostgreSQL's append is one round trip.
-    let pending = conn.backend() == Backend::Sqlite && enc.known().is_none();
+    let pending = conn.backend().hashes_beside_rows() && enc.known().is_none();
     let integrity = if pending { PENDING } else { enc.integrity()? };
     let row = CheckpointRow::of(c, place, integrity, enc.bytes);
     let changes = Changes::between(ItemContext::of(c, place), &tip.snapshot, &c.snapshot);
