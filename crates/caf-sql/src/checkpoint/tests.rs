@@ -54,6 +54,17 @@ fn head(sql: &str) -> String {
     }
 }
 
+/// The statements prepared, but the checksum's `UPDATE`: a SQLite save runs it only when the
+/// hash helper took the checksum in time (see `SqlStore::save_checkpoint`), so the first save
+/// that does may come late and prepare it then.
+fn prepared_anew(prepared: &[String]) -> Vec<&str> {
+    prepared
+        .iter()
+        .map(String::as_str)
+        .filter(|sql| !sql.starts_with("UPDATE checkpoints SET integrity"))
+        .collect()
+}
+
 #[test]
 fn a_save_that_continues_a_remembered_line_runs_few_prepared_statements() {
     on_each_backend(|store| {
@@ -95,7 +106,7 @@ fn a_save_that_continues_a_remembered_line_runs_few_prepared_statements() {
                 assert!(seen.run[0].contains("pg_advisory_xact_lock"));
             }
         }
-        assert!(seen.prepared.is_empty(), "{backend}: {:#?}", seen.prepared);
+        assert_eq!(prepared_anew(&seen.prepared), [""; 0], "{backend}");
         drop(seen);
         assert_eq!(manager.store().load_checkpoint(&saved.id).unwrap(), saved);
     });
@@ -110,7 +121,7 @@ fn another_execution_reuses_every_prepared_statement() {
         let seen = watch(&mut manager.store().lock().conn);
         let state = run(&manager, "agent-b", 4);
         let seen = seen.lock().unwrap();
-        assert!(seen.prepared.is_empty(), "{backend}: {:#?}", seen.prepared);
+        assert_eq!(prepared_anew(&seen.prepared), [""; 0], "{backend}");
         assert!(!seen.run.is_empty());
         drop(seen);
         let latest = manager
