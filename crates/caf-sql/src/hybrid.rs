@@ -251,11 +251,14 @@ impl<F: Fs> HybridStore<F> {
     /// Saves a checkpoint already redacted by the file store's redactor, encoded as `bytes`
     /// (sealed, or still to be sealed with their checksum): stages its file (as it is: not
     /// redacted again) on the [`Stager`]'s thread, which seals it first, while its rows are
-    /// written; commits them once the file is staged, then puts the file in place.
-    fn save_redacted(
+    /// written; commits them once the file is staged, then puts the file in place. Without
+    /// `flush`, the commit is not flushed (a journal holds the save: see
+    /// [`crate::JournaledStore`]).
+    pub(crate) fn save_redacted(
         &self,
         checkpoint: &Checkpoint,
         bytes: FileBytes,
+        flush: bool,
     ) -> Result<CheckpointSummary> {
         let id = &checkpoint.id;
         let len = bytes.len() as u64;
@@ -308,10 +311,12 @@ impl<F: Fs> HybridStore<F> {
         };
         let enc = known.unwrap_or_else(|| Encoded::later(len, &integrity));
         let reserved = self.reserve(1);
-        let stored = self.sql.store_encoded_then(checkpoint, &enc, |conn| {
-            file_written()?;
-            self.record_unflushed(conn, reserved.as_ref(), &[id.as_str()])
-        });
+        let stored = self
+            .sql
+            .store_encoded_then(checkpoint, &enc, flush, |conn| {
+                file_written()?;
+                self.record_unflushed(conn, reserved.as_ref(), &[id.as_str()])
+            });
         drop(staging);
         let staged = match staged.into_inner() {
             Some(Err(e)) => return Err(e),
@@ -376,7 +381,7 @@ impl<F: Fs> CheckpointStore for HybridStore<F> {
         } else {
             FileBytes::Sealed(unsealed.seal())
         };
-        self.save_redacted(&redacted, bytes)
+        self.save_redacted(&redacted, bytes, true)
     }
 
     /// Redacts the checkpoint with the file store's rules (encoding it again if that changed
@@ -386,7 +391,7 @@ impl<F: Fs> CheckpointStore for HybridStore<F> {
         let (redacted, bytes) = self
             .files
             .redact_and_encode(checkpoint, Some(bytes), self)?;
-        self.save_redacted(&redacted, FileBytes::Sealed(bytes.into_owned()))
+        self.save_redacted(&redacted, FileBytes::Sealed(bytes.into_owned()), true)
     }
 
     fn load(&self, id: &CheckpointId) -> Result<Checkpoint> {

@@ -174,6 +174,8 @@ mod files;
 mod flusher;
 mod group_commit;
 mod hybrid;
+mod journal;
+mod journaled;
 mod list;
 #[cfg(feature = "test-support")]
 mod measure;
@@ -200,6 +202,7 @@ pub use copies::{DatabaseCopy, Disagreement};
 pub use error::{Result, SqlError};
 pub use files::{FileProblem, ReindexReport, SyncReport};
 pub use hybrid::{HybridOptions, HybridStore};
+pub use journaled::JournaledStore;
 #[cfg(feature = "test-support")]
 pub use measure::TableCounts;
 pub use open::{Access, DeleteError, Location, OpenError, Store};

@@ -204,7 +204,7 @@ impl SqlStore {
 
     /// Group commit: flushes SQLite's log once the write lock is released (see
     /// [`crate::group_commit`]); nothing for other durabilities and PostgreSQL.
-    fn flush_commits(&self) -> Result<()> {
+    pub(crate) fn flush_commits(&self) -> Result<()> {
         let Some(group) = &self.group else {
             return Ok(());
         };
@@ -314,16 +314,19 @@ impl SqlStore {
         checkpoint: &Checkpoint,
         enc: &Encoded<'_>,
     ) -> Result<SyncOutcome> {
-        self.store_encoded_then(checkpoint, enc, |_| Ok(()))
+        self.store_encoded_then(checkpoint, enc, true, |_| Ok(()))
             .map(|(outcome, ())| outcome)
     }
 
     /// Like [`store_encoded`](Self::store_encoded), running `then` in the same transaction
     /// after the checkpoint is stored (it commits, or is rolled back, with the checkpoint).
+    /// Without `flush`, a group commit's log is not flushed after it (the caller's journal
+    /// holds the save; [`SqlStore::flush_commits`] flushes later).
     pub(crate) fn store_encoded_then<T>(
         &self,
         checkpoint: &Checkpoint,
         enc: &Encoded<'_>,
+        flush: bool,
         then: impl Fn(&mut AnyConnection) -> Result<T>,
     ) -> Result<(SyncOutcome, T)> {
         let mut attempt = 0;
@@ -345,7 +348,9 @@ impl SqlStore {
                     let ns = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
                     self.last_write_ns
                         .store(ns, std::sync::atomic::Ordering::Relaxed);
-                    self.flush_commits()?;
+                    if flush {
+                        self.flush_commits()?;
+                    }
                     return Ok((saved.outcome, value));
                 }
                 Err(e) if e.is_retryable() && attempt < RETRIES => {

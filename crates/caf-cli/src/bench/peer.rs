@@ -272,6 +272,10 @@ impl<'a> SideBySide<'a> {
             .map(|f| {
                 let (durable, durability) = match f.durability {
                     Durability::Sync => durability(f.mode),
+                    Durability::Journal => (
+                        true,
+                        "one fdatasync of the store's journal; file and rows written after".into(),
+                    ),
                     Durability::Async => (
                         false,
                         "async, a background writer writes each save in order".into(),

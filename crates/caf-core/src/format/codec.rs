@@ -130,6 +130,18 @@ impl Unsealed {
         self.text.is_empty()
     }
 
+    /// The bytes, the placeholder where the checksum goes (what a journal keeps of a save).
+    pub fn text(&self) -> &[u8] {
+        &self.text
+    }
+
+    /// Bytes [`text`](Self::text) gave back (read again from a journal): `None` unless they
+    /// hold the placeholder's line.
+    pub fn from_text(text: Vec<u8>) -> Option<Self> {
+        let line = integrity::placeholder_line(&text)?;
+        Some(Self { text, line })
+    }
+
     /// Hashes the canonical text (everything but the `integrity` line) and writes the checksum
     /// in place of the placeholder: the file's bytes.
     pub fn seal(self) -> Vec<u8> {

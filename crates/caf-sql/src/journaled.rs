@@ -1,0 +1,385 @@
+//! [`JournaledStore`]: a hybrid store whose saves are durable after one append to a journal.
+
+use crate::journal::{Slot, Taken};
+use crate::stager::FileBytes;
+use crate::HybridStore;
+use caf_core::format::{Checkpoint, Limits, Unsealed};
+use caf_core::prune::Tombstone;
+use caf_core::{
+    CheckpointId, CheckpointStore, CheckpointSummary, DamagedCheckpoint, Error, ExecutionId,
+    ListFilter, LoadSource, Result,
+};
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+
+/// A redacted checkpoint and its bytes, journaled, for the writer thread.
+type Job = (Checkpoint, Unsealed);
+
+struct Queue {
+    jobs: VecDeque<Job>,
+    /// The writer is writing a job it took off the queue.
+    busy: bool,
+    /// Why the writer could not write a journaled save (the journal still holds it, and the
+    /// saves queued after it).
+    failed: Option<Error>,
+    stop: bool,
+}
+
+struct Shared {
+    hybrid: HybridStore,
+    /// The store's journal slot; held while a save is appended and queued, so that the queue
+    /// keeps the journal's order.
+    slot: Mutex<Slot>,
+    queue: Mutex<Queue>,
+    /// Wakes the writer (a job, or stop).
+    work: Condvar,
+    /// Wakes those waiting for the writer (a job done).
+    done: Condvar,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// A [`HybridStore`] whose saves are durable after **one flush: an append to the store's
+/// journal** (`DIR/.caf/journal/`), the save's encoded bytes in one record. A writer thread
+/// then writes the checkpoint's file and rows as the hybrid store does, without flushing them.
+///
+/// - **Durable when `save` returns.** After a crash or a power loss, opening the store again
+///   applies every journaled save the database lacks (its file written again, byte for byte),
+///   then empties the journal. A record cut off by the power loss was not acknowledged.
+/// - **The journal is emptied** once what it holds is on disk elsewhere: when it is full (16
+///   MiB), before a delete (so that a deleted checkpoint cannot come back from it), and when
+///   the store is dropped. Emptying waits for the writer and flushes the database's log first.
+/// - **Reads see every save made before them**: load, list and the rest first wait until the
+///   writer has written what was queued. Other processes see a save once the writer has
+///   written it (well under a millisecond later, usually).
+/// - **A save the writer could not write** (the disk full, say) is still in the journal: the
+///   next call tries the journal's saves again, through the hybrid store's own flushed save,
+///   and returns the error if that fails too. Nothing acknowledged is dropped.
+/// - Each store holds one slot (a file, locked) of the journal, so that processes sharing a
+///   directory never share one; the slots of stores that are gone are applied and emptied by
+///   the next store opened on the directory.
+pub struct JournaledStore {
+    shared: Arc<Shared>,
+    writer: Option<JoinHandle<()>>,
+    replayed: usize,
+}
+
+impl std::fmt::Debug for JournaledStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let q = lock(&self.shared.queue);
+        f.debug_struct("JournaledStore")
+            .field("queued", &q.jobs.len())
+            .field("busy", &q.busy)
+            .finish_non_exhaustive()
+    }
+}
+
+impl JournaledStore {
+    /// Journals the saves of `hybrid`. First applies what the journal slots of stores that are
+    /// gone hold (saves acknowledged before a crash), and empties them.
+    pub fn open(hybrid: HybridStore) -> Result<Self> {
+        let dir = hybrid.files().root().join(".caf").join("journal");
+        let Taken {
+            ours,
+            mut others,
+            records,
+        } = Slot::take_all(&dir).map_err(|e| Error::io(&dir, e))?;
+        let held = ours.holds_records() || !others.is_empty();
+        let replayed = apply(&hybrid, records, &dir)?;
+        let shared = Arc::new(Shared {
+            hybrid,
+            slot: Mutex::new(ours),
+            queue: Mutex::new(Queue {
+                jobs: VecDeque::new(),
+                busy: false,
+                failed: None,
+                stop: false,
+            }),
+            work: Condvar::new(),
+            done: Condvar::new(),
+        });
+        if held {
+            let mut slot = lock(&shared.slot);
+            empty(&shared, &mut slot)?;
+            for other in &mut others {
+                other.empty().map_err(|e| Error::io(other.path(), e))?;
+            }
+        }
+        let writer = {
+            let shared = Arc::clone(&shared);
+            std::thread::Builder::new()
+                .name("caf-journaled".into())
+                .spawn(move || write_queue(&shared))
+                .map_err(|e| Error::io(&dir, e))?
+        };
+        Ok(Self {
+            shared,
+            writer: Some(writer),
+            replayed,
+        })
+    }
+
+    /// How many journaled saves opening the store applied (saves acknowledged before a crash
+    /// that had not reached the database).
+    pub fn replayed(&self) -> usize {
+        self.replayed
+    }
+
+    /// The hybrid store (reading it directly does not wait for the writer).
+    pub fn hybrid(&self) -> &HybridStore {
+        &self.shared.hybrid
+    }
+
+    /// Waits until every save made so far is written, flushes the files (see
+    /// [`HybridStore::flush`]) and reports a save that could not be written.
+    pub fn flush(&self) -> Result<()> {
+        self.settled()?.flush()
+    }
+
+    /// Stops as a power cut would: the writer drops what it has not written, the journal is
+    /// not emptied, the hybrid store's files are not flushed (for tests of what opening does
+    /// after one).
+    #[cfg(feature = "test-support")]
+    pub fn abandon(mut self) {
+        {
+            let mut q = lock(&self.shared.queue);
+            q.jobs.clear();
+            q.stop = true;
+        }
+        self.shared.work.notify_all();
+        if let Some(w) = self.writer.take() {
+            let _ = w.join();
+        }
+        // Dropped without emptying its slot: the writer is gone.
+    }
+
+    /// Waits until the writer is idle; then, if it failed, writes the journal's saves again
+    /// on this thread (the error, if that fails too).
+    fn settled(&self) -> Result<&HybridStore> {
+        self.catch_up(&mut lock(&self.shared.slot))?;
+        Ok(&self.shared.hybrid)
+    }
+
+    /// Waits for the writer; if it failed, saves what the journal holds the database lacks
+    /// through the hybrid store's flushed save, and empties the journal. On failure, the
+    /// next call tries again.
+    fn catch_up(&self, slot: &mut Slot) -> Result<()> {
+        let Some(failed) = idle(&self.shared).failed.take() else {
+            return Ok(());
+        };
+        let again = slot
+            .reread()
+            .map_err(|e| Error::io(slot.path(), e))
+            .and_then(|records| apply(&self.shared.hybrid, records, slot.path()))
+            .and_then(|_| empty(&self.shared, slot));
+        if again.is_err() {
+            lock(&self.shared.queue).failed = Some(failed);
+        }
+        again
+    }
+
+    /// Waits for the writer, then empties the journal (before a delete: a deleted checkpoint
+    /// must not come back from it).
+    fn emptied(&self) -> Result<&HybridStore> {
+        let mut slot = lock(&self.shared.slot);
+        self.catch_up(&mut slot)?;
+        if slot.holds_records() {
+            empty(&self.shared, &mut slot)?;
+        }
+        Ok(&self.shared.hybrid)
+    }
+}
+
+/// Waits until the queue is empty and the writer idle.
+fn idle(shared: &Shared) -> MutexGuard<'_, Queue> {
+    let mut q = lock(&shared.queue);
+    while !q.jobs.is_empty() || q.busy {
+        q = shared.done.wait(q).unwrap_or_else(|p| p.into_inner());
+    }
+    q
+}
+
+/// Empties `slot` once what it holds is on disk elsewhere: the writer idle, the database's log
+/// flushed.
+fn empty(shared: &Shared, slot: &mut Slot) -> Result<()> {
+    drop(idle(shared));
+    shared.hybrid.sql().flush_commits().map_err(Error::from)?;
+    slot.empty().map_err(|e| Error::io(slot.path(), e))
+}
+
+/// Saves the journal's `records` the database lacks (the last record of each checkpoint),
+/// through the hybrid store's own flushed save. How many it saved.
+fn apply(hybrid: &HybridStore, records: Vec<Vec<u8>>, journal: &std::path::Path) -> Result<usize> {
+    if records.is_empty() {
+        return Ok(0);
+    }
+    let mut last: HashMap<CheckpointId, usize> = HashMap::new();
+    let mut decoded = Vec::with_capacity(records.len());
+    for (n, text) in records.into_iter().enumerate() {
+        let unreadable = |message: String| Error::Backend {
+            backend: hybrid.sql().backend().name(),
+            message: format!(
+                "{}: journaled save {n} cannot be applied: {message}",
+                journal.display()
+            ),
+            source: None,
+        };
+        let sealed = Unsealed::from_text(text)
+            .ok_or_else(|| unreadable("no integrity line".into()))?
+            .seal();
+        let checkpoint = caf_core::format::decode(&sealed, &Limits::default())
+            .map_err(|e| unreadable(e.to_string()))?
+            .checkpoint;
+        let integrity = caf_core::store::stated_integrity(&sealed)
+            .ok_or_else(|| unreadable("no checksum".into()))?;
+        last.insert(checkpoint.id.clone(), n);
+        decoded.push((checkpoint, sealed, integrity));
+    }
+    let have = hybrid.sql().checksums().map_err(Error::from)?;
+    let mut applied = 0;
+    for (n, (checkpoint, sealed, integrity)) in decoded.into_iter().enumerate() {
+        if last.get(&checkpoint.id) != Some(&n) || have.get(&checkpoint.id) == Some(&integrity) {
+            continue;
+        }
+        hybrid.save_redacted(&checkpoint, FileBytes::Sealed(sealed), true)?;
+        applied += 1;
+    }
+    Ok(applied)
+}
+
+fn write_queue(shared: &Shared) {
+    loop {
+        let (checkpoint, unsealed) = {
+            let mut q = lock(&shared.queue);
+            loop {
+                if let Some(job) = q.jobs.pop_front() {
+                    q.busy = true;
+                    break job;
+                }
+                if q.stop {
+                    return;
+                }
+                q = shared.work.wait(q).unwrap_or_else(|p| p.into_inner());
+            }
+        };
+        let written =
+            shared
+                .hybrid
+                .save_redacted(&checkpoint, FileBytes::Unsealed(unsealed), false);
+        let mut q = lock(&shared.queue);
+        q.busy = false;
+        if let Err(e) = written {
+            // The journal holds this save and those queued after it: they are written again,
+            // in order, by the next call.
+            q.jobs.clear();
+            q.failed.get_or_insert(e);
+        }
+        drop(q);
+        shared.done.notify_all();
+    }
+}
+
+impl Drop for JournaledStore {
+    fn drop(&mut self) {
+        lock(&self.shared.queue).stop = true;
+        self.shared.work.notify_all();
+        if let Some(w) = self.writer.take() {
+            // It writes what is queued first.
+            let _ = w.join();
+            // What the journal holds is on disk elsewhere after this, unless a write failed:
+            // then the next store opened on the directory applies it.
+            let mut slot = lock(&self.shared.slot);
+            if lock(&self.shared.queue).failed.is_none() && slot.holds_records() {
+                let _ = self
+                    .shared
+                    .hybrid
+                    .sql()
+                    .flush_commits()
+                    .map(|()| slot.empty());
+            }
+        }
+    }
+}
+
+impl CheckpointStore for JournaledStore {
+    fn save(&self, checkpoint: &Checkpoint) -> Result<CheckpointSummary> {
+        let hybrid = &self.shared.hybrid;
+        let (redacted, unsealed) = hybrid
+            .files()
+            .redact_and_encode_unsealed(checkpoint, self)?;
+        let summary = CheckpointSummary::of(&redacted, unsealed.len() as u64);
+        let mut slot = lock(&self.shared.slot);
+        if lock(&self.shared.queue).failed.is_some() {
+            self.catch_up(&mut slot)?;
+        }
+        let appended = match slot.append(unsealed.text()) {
+            Ok(false) => {
+                empty(&self.shared, &mut slot)?;
+                slot.append(unsealed.text())
+            }
+            other => other,
+        };
+        match appended.map_err(|e| Error::io(slot.path(), e))? {
+            true => {
+                let mut q = lock(&self.shared.queue);
+                q.jobs.push_back((redacted.into_owned(), unsealed));
+                drop(q);
+                self.shared.work.notify_one();
+                Ok(summary)
+            }
+            // Larger than the journal: saved as the hybrid store saves (the writer is idle).
+            false => hybrid.save_redacted(&redacted, FileBytes::Unsealed(unsealed), true),
+        }
+    }
+
+    fn save_encoded(&self, checkpoint: &Checkpoint, bytes: &[u8]) -> Result<CheckpointSummary> {
+        self.settled()?.save_encoded(checkpoint, bytes)
+    }
+
+    fn load(&self, id: &CheckpointId) -> Result<Checkpoint> {
+        self.settled()?.load(id)
+    }
+
+    fn latest(&self, execution_id: &ExecutionId) -> Result<Option<Checkpoint>> {
+        self.settled()?.latest(execution_id)
+    }
+
+    fn load_with_source(&self, id: &CheckpointId) -> Result<(Checkpoint, LoadSource)> {
+        self.settled()?.load_with_source(id)
+    }
+
+    fn list(&self, filter: &ListFilter) -> Result<Vec<CheckpointSummary>> {
+        self.settled()?.list(filter)
+    }
+
+    fn summary(&self, id: &CheckpointId) -> Result<Option<CheckpointSummary>> {
+        self.settled()?.summary(id)
+    }
+
+    fn delete(&self, id: &CheckpointId) -> Result<bool> {
+        self.emptied()?.delete(id)
+    }
+
+    fn delete_execution(&self, execution_id: &ExecutionId) -> Result<usize> {
+        self.emptied()?.delete_execution(execution_id)
+    }
+
+    fn damaged(&self) -> Result<Vec<DamagedCheckpoint>> {
+        self.settled()?.damaged()
+    }
+
+    fn record_pruned(&self, stones: &[Tombstone]) -> Result<()> {
+        self.settled()?.record_pruned(stones)
+    }
+
+    fn pruned(&self) -> Result<HashMap<CheckpointId, Tombstone>> {
+        self.settled()?.pruned()
+    }
+
+    fn describe(&self) -> String {
+        self.shared.hybrid.describe()
+    }
+}

@@ -1,0 +1,185 @@
+//! A journaled hybrid store ([`caf_sql::JournaledStore`]): a save is durable after one append to
+//! the store's journal; its file and rows are written after it returns.
+//!
+//! A crash is simulated as it leaves things: the store is abandoned (its writer drops what it
+//! had not written, its journal is not emptied); then what the crash may also have lost is
+//! taken away — the newest checkpoints' rows and files (a database log not yet flushed), a
+//! file left torn in place. Opening the store again must bring back every acknowledged save,
+//! byte for byte, from the journal.
+
+#![allow(clippy::unwrap_used)]
+
+mod sql_common;
+
+use caf_core::format::encode;
+use caf_core::{Checkpoint, CheckpointStore, FileStore, LoadSource};
+use caf_sql::{HybridStore, JournaledStore, SqlStore};
+use sql_common::runs::agent_run;
+use std::path::Path;
+
+fn hybrid(dir: &Path) -> HybridStore {
+    let url = format!("sqlite://{}", dir.join("caf.db").display());
+    HybridStore::new(
+        FileStore::open(dir.join("files")).unwrap(),
+        SqlStore::open(&url).unwrap(),
+    )
+    .unwrap()
+}
+
+fn journaled(dir: &Path) -> JournaledStore {
+    JournaledStore::open(hybrid(dir)).unwrap()
+}
+
+/// Every checkpoint loads equal from its own file, which holds exactly its encoding, and the
+/// database holds each with that file's checksum.
+fn assert_all_there(store: &JournaledStore, run: &[Checkpoint]) {
+    let checksums = store.hybrid().sql().checksums().unwrap();
+    for c in run {
+        let (loaded, source) = store.load_with_source(&c.id).unwrap();
+        assert_eq!(&loaded, c, "{}", c.id);
+        assert!(
+            matches!(source, LoadSource::Primary),
+            "{}: {source:?}",
+            c.id
+        );
+        let bytes = std::fs::read(store.hybrid().files().path_of(&c.id)).unwrap();
+        assert_eq!(bytes, encode(c).unwrap(), "{}", c.id);
+        let stated = caf_core::store::stated_integrity(&bytes).unwrap();
+        assert_eq!(checksums.get(&c.id), Some(&stated), "{}", c.id);
+    }
+    assert_eq!(checksums.len(), run.len());
+}
+
+#[test]
+fn saves_are_read_back_at_once_and_a_clean_close_leaves_nothing_to_apply() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = agent_run(2, 20);
+    {
+        let store = journaled(dir.path());
+        for c in &run {
+            store.save(c).unwrap();
+            // Read straight after its save: the writer's work is waited for.
+            assert_eq!(&store.load(&c.id).unwrap(), c);
+        }
+        assert_all_there(&store, &run);
+    }
+    let store = journaled(dir.path());
+    assert_eq!(store.replayed(), 0, "a clean close empties the journal");
+    assert_all_there(&store, &run);
+}
+
+/// The crash: the writer never wrote the last `lost` saves' rows and files, and the file of
+/// one of them was left torn in place.
+#[test]
+fn after_a_crash_the_journal_brings_back_every_acknowledged_save() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = agent_run(2, 15);
+    let lost = 6;
+    let store = journaled(dir.path());
+    for c in &run {
+        store.save(c).unwrap();
+    }
+    store.flush().unwrap();
+    store.abandon();
+    // What a log not yet flushed loses: the newest rows and files.
+    {
+        let h = hybrid(dir.path());
+        for c in &run[run.len() - lost..] {
+            assert!(h.delete(&c.id).unwrap());
+        }
+    }
+    let torn = &run[run.len() - 2];
+    let path = FileStore::open(dir.path().join("files"))
+        .unwrap()
+        .path_of(&torn.id);
+    let bytes = encode(torn).unwrap();
+    std::fs::write(&path, &bytes[..bytes.len() / 2]).unwrap();
+
+    let store = journaled(dir.path());
+    assert_eq!(store.replayed(), lost);
+    assert_all_there(&store, &run);
+    drop(store);
+    assert_eq!(journaled(dir.path()).replayed(), 0);
+}
+
+/// A record cut off by the power loss was never acknowledged: it is not applied, and every
+/// record before it is.
+#[test]
+fn a_torn_last_record_is_not_applied_and_those_before_it_are() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = agent_run(1, 8);
+    let store = journaled(dir.path());
+    for c in &run {
+        store.save(c).unwrap();
+    }
+    store.flush().unwrap();
+    store.abandon();
+    {
+        let h = hybrid(dir.path());
+        for c in &run[4..] {
+            h.delete(&c.id).unwrap();
+        }
+    }
+    // Tear the last record: records start at 4 KiB, each a 32-byte header and the bytes, at
+    // multiples of 8.
+    let mut at = 4096u64;
+    for c in &run[..run.len() - 1] {
+        at = (at + 32 + encode(c).unwrap().len() as u64).next_multiple_of(8);
+    }
+    let slot = dir.path().join("files/.caf/journal/slot-0");
+    let mut journal = std::fs::read(&slot).unwrap();
+    let middle = (at + 32 + 100) as usize;
+    journal[middle] ^= 0xff;
+    std::fs::write(&slot, &journal).unwrap();
+
+    let store = journaled(dir.path());
+    assert_eq!(store.replayed(), 3);
+    assert_all_there(&store, &run[..run.len() - 1]);
+    assert!(store.load(&run[run.len() - 1].id).is_err());
+}
+
+/// A deleted checkpoint does not come back from the journal after a crash.
+#[test]
+fn a_delete_empties_the_journal_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = agent_run(1, 5);
+    let store = journaled(dir.path());
+    for c in &run {
+        store.save(c).unwrap();
+    }
+    assert!(store.delete(&run[4].id).unwrap());
+    store.save(&run[4].clone()).unwrap();
+    assert!(store.delete(&run[4].id).unwrap());
+    store.abandon();
+    let store = journaled(dir.path());
+    assert_eq!(store.replayed(), 0);
+    assert_all_there(&store, &run[..4]);
+    assert!(store.load(&run[4].id).is_err());
+}
+
+/// Two stores on one directory (two processes) each hold a slot of their own; the slots of
+/// both are applied by the next store opened there.
+#[test]
+fn stores_sharing_a_directory_journal_in_slots_of_their_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = agent_run(2, 6);
+    let (first, second) = run.split_at(6);
+    let a = journaled(dir.path());
+    let b = journaled(dir.path());
+    for (x, y) in first.iter().zip(second) {
+        a.save(x).unwrap();
+        b.save(y).unwrap();
+    }
+    a.flush().unwrap();
+    b.flush().unwrap();
+    a.abandon();
+    b.abandon();
+    {
+        let h = hybrid(dir.path());
+        h.delete(&first[5].id).unwrap();
+        h.delete(&second[5].id).unwrap();
+    }
+    let store = journaled(dir.path());
+    assert_eq!(store.replayed(), 2);
+    assert_all_there(&store, &run);
+}
