@@ -56,13 +56,23 @@ impl Target {
     }
 
     fn open(&self, access: Access) -> Result<Store, Failure> {
-        self.open_except(access, None)
+        self.open_except(access, None, false)
     }
 
     /// Opens the store and warns about each unreadable file but `except` (which the command
-    /// reports itself).
-    fn open_except(&self, access: Access, except: Option<&Path>) -> Result<Store, Failure> {
-        let store = self.location.open(access).map_err(open_failure)?;
+    /// reports itself). `journaled`: for a command that saves many times (see
+    /// [`Location::open_journaled`]).
+    fn open_except(
+        &self,
+        access: Access,
+        except: Option<&Path>,
+        journaled: bool,
+    ) -> Result<Store, Failure> {
+        let store = match journaled {
+            true => self.location.open_journaled(access),
+            false => self.location.open(access),
+        }
+        .map_err(open_failure)?;
         for p in store.files().map(|f| f.problems()).unwrap_or_default() {
             if Some(p.path.as_path()) != except {
                 crate::output::warn_line(&format!("skipped unreadable file: {}", p.error));
@@ -77,7 +87,7 @@ impl Target {
         if let Some(store) = self.read.get() {
             return Ok(store);
         }
-        let store = self.open_except(Access::Read, Some(except))?;
+        let store = self.open_except(Access::Read, Some(except), false)?;
         Ok(self.read.get_or_init(|| store))
     }
 
@@ -100,10 +110,16 @@ impl Target {
         self.open(Access::Create)
     }
 
-    /// The store with a database, creating the directory's default one if none is configured
-    /// (`caf demo`).
+    /// The store with a database, creating the directory's default one if none is configured,
+    /// for an agent that saves many times (`caf demo`): its saves journaled.
     pub fn open_with_database(&self) -> Result<Store, Failure> {
-        self.open(Access::CreateWithDatabase)
+        self.open_except(Access::CreateWithDatabase, None, true)
+    }
+
+    /// [`Target::open_or_create`] for a command that saves many times (`caf mcp`, `caf
+    /// watch`): its saves journaled (see [`Location::open_journaled`]).
+    pub fn open_or_create_journaled(&self) -> Result<Store, Failure> {
+        self.open_except(Access::Create, None, true)
     }
 
     /// The directory as a path.

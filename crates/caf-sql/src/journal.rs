@@ -41,8 +41,8 @@ pub(crate) struct Slot {
 
 /// The slots a store took when it opened.
 pub(crate) struct Taken {
-    /// The slot its saves go to.
-    pub(crate) ours: Slot,
+    /// The slot its saves go to (when one was to be made).
+    pub(crate) ours: Option<Slot>,
     /// The slots of stores that are gone (other than `ours`), to be emptied once their
     /// records are applied.
     pub(crate) others: Vec<Slot>,
@@ -55,6 +55,20 @@ impl Slot {
     /// one becomes this store's, or a new slot is made when every slot is held.
     pub(crate) fn take_all(dir: &Path) -> io::Result<Taken> {
         std::fs::create_dir_all(dir)?;
+        Self::take_left(dir, true)
+    }
+
+    /// Locks every slot in `dir` that no live store holds, reading their records (none when
+    /// there is no journal). With `make`, the first becomes `ours` (a new one when every slot
+    /// is held); otherwise all are `others`.
+    pub(crate) fn take_left(dir: &Path, make: bool) -> io::Result<Taken> {
+        if !make && !dir.is_dir() {
+            return Ok(Taken {
+                ours: None,
+                others: Vec::new(),
+                records: Vec::new(),
+            });
+        }
         let mut numbers: Vec<u64> = std::fs::read_dir(dir)?
             .filter_map(|e| {
                 e.ok()?
@@ -74,7 +88,7 @@ impl Slot {
                 taken.push(slot);
             }
         }
-        if taken.is_empty() {
+        if make && taken.is_empty() {
             let mut n = numbers.last().map_or(0, |n| n + 1);
             loop {
                 if let Some(slot) = Self::lock(dir, n, true)? {
@@ -84,12 +98,53 @@ impl Slot {
                 n += 1;
             }
         }
-        let ours = taken.remove(0);
+        let ours = make.then(|| taken.remove(0));
         Ok(Taken {
             ours,
             others: taken,
             records,
         })
+    }
+
+    /// Whether a slot in `dir` that no live store holds has records (saves to apply); creates
+    /// nothing.
+    pub(crate) fn any_left(dir: &Path) -> bool {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return false;
+        };
+        entries.filter_map(|e| e.ok()).any(|e| {
+            let is_slot = e
+                .file_name()
+                .to_str()
+                .is_some_and(|n| n.starts_with("slot-"));
+            let Ok(file) = File::open(e.path()) else {
+                return false;
+            };
+            if !is_slot || file.try_lock_shared().is_err() {
+                return false;
+            }
+            let mut slot = Self {
+                file,
+                path: e.path(),
+                generation: 0,
+                next: 0,
+                at: HEADER,
+            };
+            slot.generation_read().is_some() && slot.read_record().ok().flatten().is_some()
+        })
+    }
+
+    /// The generation the header states, if it is whole.
+    fn generation_read(&mut self) -> Option<u64> {
+        let mut header = [0u8; 20];
+        self.file.seek(SeekFrom::Start(0)).ok()?;
+        self.file.read_exact(&mut header).ok()?;
+        let crc = u32::from_le_bytes(header[16..].try_into().ok()?);
+        if &header[..8] != MAGIC || crc32fast::hash(&header[..16]) != crc {
+            return None;
+        }
+        self.generation = u64::from_le_bytes(header[8..16].try_into().ok()?);
+        Some(self.generation)
     }
 
     /// Slot `n` of `dir`, locked, or `None` when another store holds it (or, with `create`,
@@ -120,7 +175,11 @@ impl Slot {
         };
         if slot.file.metadata()?.len() < SIZE {
             // New, or its maker stopped before it was written in full: nothing in it counts.
-            slot.fill()?;
+            if let Err(e) = slot.fill() {
+                // No room for it (a full disk): it takes none.
+                let _ = std::fs::remove_file(&slot.path);
+                return Err(e);
+            }
             RealFs.sync_dir(dir)?;
             if let Some(parent) = dir.parent() {
                 RealFs.sync_dir(parent)?;
@@ -172,16 +231,13 @@ impl Slot {
 
     /// The records of the slot's generation, in order; the slot then appends after them.
     fn read(&mut self) -> io::Result<Vec<Vec<u8>>> {
-        let mut header = [0u8; 20];
-        self.file.seek(SeekFrom::Start(0))?;
-        self.file.read_exact(&mut header)?;
-        let crc = u32::from_le_bytes(header[16..].try_into().unwrap_or_default());
-        if &header[..8] != MAGIC || crc32fast::hash(&header[..16]) != crc {
+        self.next = 0;
+        self.at = HEADER;
+        if self.generation_read().is_none() {
             // Never written in full, or cut off while being emptied: nothing in it counts.
             self.empty()?;
             return Ok(Vec::new());
         }
-        self.generation = u64::from_le_bytes(header[8..16].try_into().unwrap_or_default());
         let mut records = Vec::new();
         while let Some(record) = self.read_record()? {
             records.push(record);
@@ -276,18 +332,18 @@ mod tests {
             let mut t = Slot::take_all(dir.path()).unwrap();
             assert!(t.records.is_empty() && t.others.is_empty());
             for n in 0..3 {
-                assert!(t.ours.append(&record(n)).unwrap());
+                assert!(t.ours.as_mut().unwrap().append(&record(n)).unwrap());
             }
         }
         let mut t = Slot::take_all(dir.path()).unwrap();
         assert_eq!(t.records, vec![record(0), record(1), record(2)]);
         // Appends go after the records read back, which still count.
-        assert!(t.ours.append(&record(3)).unwrap());
+        assert!(t.ours.as_mut().unwrap().append(&record(3)).unwrap());
         drop(t);
         let mut t = Slot::take_all(dir.path()).unwrap();
         assert_eq!(t.records.len(), 4);
-        t.ours.empty().unwrap();
-        assert!(t.ours.append(&record(9)).unwrap());
+        t.ours.as_mut().unwrap().empty().unwrap();
+        assert!(t.ours.as_mut().unwrap().append(&record(9)).unwrap());
         drop(t);
         // After emptying, the old records (further on in the file) no longer count.
         let t = Slot::take_all(dir.path()).unwrap();
@@ -300,9 +356,9 @@ mod tests {
         let path = {
             let mut t = Slot::take_all(dir.path()).unwrap();
             for n in 0..3 {
-                t.ours.append(&record(n)).unwrap();
+                t.ours.as_mut().unwrap().append(&record(n)).unwrap();
             }
-            t.ours.path().to_path_buf()
+            t.ours.as_mut().unwrap().path().to_path_buf()
         };
         // Tear the middle record's payload, as a power loss during its write can.
         let second = HEADER + (RECORD + 1000).next_multiple_of(8) + RECORD + 500;
@@ -318,15 +374,18 @@ mod tests {
     fn a_held_slot_is_not_taken_and_a_full_one_refuses() {
         let dir = tempfile::tempdir().unwrap();
         let mut first = Slot::take_all(dir.path()).unwrap();
-        first.ours.append(&record(1)).unwrap();
+        first.ours.as_mut().unwrap().append(&record(1)).unwrap();
         let second = Slot::take_all(dir.path()).unwrap();
-        assert_ne!(first.ours.path(), second.ours.path());
+        assert_ne!(
+            first.ours.as_ref().unwrap().path(),
+            second.ours.as_ref().unwrap().path()
+        );
         assert!(
             second.records.is_empty(),
             "a live store's records are its own"
         );
         let big = vec![7u8; (SIZE - HEADER - RECORD) as usize];
-        let mut ours = second.ours;
+        let mut ours = second.ours.unwrap();
         assert!(
             ours.append(&big).unwrap(),
             "a record that fills the slot fits"
@@ -337,5 +396,10 @@ mod tests {
         let t = Slot::take_all(dir.path()).unwrap();
         assert_eq!(t.others.len(), 1);
         assert!(t.records.contains(&record(1)));
+        drop(t);
+        // Without making one, every slot left is taken, none is ours.
+        let left = Slot::take_left(dir.path(), false).unwrap();
+        assert!(left.ours.is_none());
+        assert_eq!(left.others.len(), 2);
     }
 }

@@ -81,12 +81,28 @@ impl JournaledStore {
     /// Journals the saves of `hybrid`. First applies what the journal slots of stores that are
     /// gone hold (saves acknowledged before a crash), and empties them.
     pub fn open(hybrid: HybridStore) -> Result<Self> {
-        let dir = hybrid.files().root().join(".caf").join("journal");
-        let Taken {
-            ours,
-            mut others,
-            records,
-        } = Slot::take_all(&dir).map_err(|e| Error::io(&dir, e))?;
+        Self::open_or_back(hybrid)?.map_err(|(_, e)| e)
+    }
+
+    /// [`JournaledStore::open`], or the hybrid store back, with the reason, when its journal
+    /// cannot be made (no space for it, a read-only directory).
+    #[allow(clippy::type_complexity)]
+    pub fn open_or_back(
+        hybrid: HybridStore,
+    ) -> Result<std::result::Result<Self, (HybridStore, Error)>> {
+        let dir = journal_dir(&hybrid);
+        let (ours, mut others, records) = match Slot::take_all(&dir) {
+            Ok(Taken {
+                ours: Some(ours),
+                others,
+                records,
+            }) => (ours, others, records),
+            Ok(_) => {
+                let e = std::io::Error::other("no journal slot");
+                return Ok(Err((hybrid, Error::io(&dir, e))));
+            }
+            Err(e) => return Ok(Err((hybrid, Error::io(&dir, e)))),
+        };
         let held = ours.holds_records() || !others.is_empty();
         let replayed = apply(&hybrid, records, &dir)?;
         let shared = Arc::new(Shared {
@@ -115,11 +131,11 @@ impl JournaledStore {
                 .spawn(move || write_queue(&shared))
                 .map_err(|e| Error::io(&dir, e))?
         };
-        Ok(Self {
+        Ok(Ok(Self {
             shared,
             writer: Some(writer),
             replayed,
-        })
+        }))
     }
 
     /// How many journaled saves opening the store applied (saves acknowledged before a crash
@@ -130,6 +146,13 @@ impl JournaledStore {
 
     /// The hybrid store (reading it directly does not wait for the writer).
     pub fn hybrid(&self) -> &HybridStore {
+        &self.shared.hybrid
+    }
+
+    /// The hybrid store, once the writer has written every save made so far (a failed write
+    /// is left for the next call to report).
+    pub fn settled_hybrid(&self) -> &HybridStore {
+        drop(idle(&self.shared));
         &self.shared.hybrid
     }
 
@@ -191,6 +214,30 @@ impl JournaledStore {
         }
         Ok(&self.shared.hybrid)
     }
+}
+
+fn journal_dir(hybrid: &HybridStore) -> std::path::PathBuf {
+    hybrid.files().root().join(".caf").join("journal")
+}
+
+/// Applies and empties the journal slots of stores that are gone, for a store opened without
+/// a journal of its own: how many saves it applied.
+pub(crate) fn apply_left(hybrid: &HybridStore) -> Result<usize> {
+    let dir = journal_dir(hybrid);
+    let Taken {
+        mut others,
+        records,
+        ..
+    } = Slot::take_left(&dir, false).map_err(|e| Error::io(&dir, e))?;
+    if records.is_empty() {
+        return Ok(0);
+    }
+    let applied = apply(hybrid, records, &dir)?;
+    hybrid.sql().flush_commits().map_err(Error::from)?;
+    for slot in &mut others {
+        slot.empty().map_err(|e| Error::io(slot.path(), e))?;
+    }
+    Ok(applied)
 }
 
 /// Waits until the queue is empty and the writer idle.

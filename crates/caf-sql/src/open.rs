@@ -10,7 +10,7 @@
 //! the directory's index), updating needs the store to exist, adding checkpoints creates the
 //! directory, and [`Access::CreateWithDatabase`] also creates the default database.
 
-use crate::{HybridStore, SqlError, SqlStore};
+use crate::{HybridStore, JournaledStore, SqlError, SqlStore};
 use caf_core::config::Config;
 use caf_core::redact::RedactionRules;
 use caf_core::store::{AsyncStore, SaveMode};
@@ -130,6 +130,9 @@ pub enum Store {
     Files(FileStore),
     /// Files plus a database index.
     Hybrid(Box<HybridStore>),
+    /// Files plus a SQLite index, each save durable after one append to the store's journal
+    /// (what a store opened to write is, when its database flushes its own commits).
+    Journaled(Box<JournaledStore>),
     /// A database only.
     Sql(SqlStore),
     /// One of the others, its saves written by a background writer (the `async` durability
@@ -143,6 +146,7 @@ impl std::ops::Deref for Store {
         match self {
             Self::Files(s) => s,
             Self::Hybrid(s) => s.as_ref(),
+            Self::Journaled(s) => s.as_ref(),
             Self::Sql(s) => s,
             Self::Async(s) => s.as_ref(),
         }
@@ -167,6 +171,7 @@ impl Store {
     pub fn flush(&self) -> caf_core::Result<()> {
         match self {
             Self::Async(a) => a.flush(),
+            Self::Journaled(j) => j.flush(),
             _ => Ok(()),
         }
     }
@@ -177,6 +182,7 @@ impl Store {
         match self {
             Self::Files(f) => Some(f),
             Self::Hybrid(h) => Some(h.files()),
+            Self::Journaled(j) => Some(j.settled_hybrid().files()),
             Self::Sql(_) => None,
             Self::Async(a) => {
                 a.wait_idle();
@@ -190,6 +196,7 @@ impl Store {
         match self {
             Self::Files(_) => None,
             Self::Hybrid(h) => Some(h.sql()),
+            Self::Journaled(j) => Some(j.settled_hybrid().sql()),
             Self::Sql(s) => Some(s),
             Self::Async(a) => {
                 a.wait_idle();
@@ -344,6 +351,22 @@ impl Location {
     /// `caf.toml` ([`Location::redaction_rules`]); a `caf.toml` that cannot be read is an error
     /// then, so that no save goes ahead without the rules its owner wrote.
     pub fn open(&self, access: Access) -> Result<Store, OpenError> {
+        self.open_with(access, false)
+    }
+
+    /// [`Location::open`], for a store that saves many times (an agent, `caf mcp`, `caf
+    /// watch`): opened to write, with a SQLite database that flushes its own commits (the
+    /// default), its saves are journaled — [`Store::Journaled`], see [`JournaledStore`]: a
+    /// save is durable after one append to the journal, and its file and rows are written
+    /// after. A store that saves once and exits gains nothing from a journal (emptying it
+    /// costs two flushes) and reports a failed write from the save itself: [`Location::open`].
+    /// Where the journal cannot be made (no space for it, a read-only directory), the saves
+    /// are flushed as [`HybridStore`] flushes them.
+    pub fn open_journaled(&self, access: Access) -> Result<Store, OpenError> {
+        self.open_with(access, true)
+    }
+
+    fn open_with(&self, access: Access, journal: bool) -> Result<Store, OpenError> {
         let must_exist = matches!(access, Access::Read | Access::Update);
         let rules = match access {
             Access::Read => None,
@@ -376,7 +399,9 @@ impl Location {
         let url = match access {
             // Reading uses the files alone, unless a power loss may have left some of them
             // missing or torn: the database then writes them again (see `HybridStore`).
-            Access::Read if self.unflushed_from_earlier_boot() => self.db_url(false),
+            Access::Read if self.unflushed_from_earlier_boot() || self.journal_left() => {
+                self.db_url(false)
+            }
             Access::Read => None,
             Access::Update | Access::Create => self.db_url(false),
             Access::CreateWithDatabase => self.db_url(true),
@@ -386,12 +411,35 @@ impl Location {
                 let sql = self.database(access == Access::CreateWithDatabase)?;
                 let hybrid = HybridStore::new(files, sql)?;
                 if access == Access::Read {
+                    if !self.journal_left() {
+                        return Ok(Store::Files(hybrid.into_parts().0));
+                    }
+                    // Saves that a store which is gone journaled: applied, then the files read
+                    // again (if they cannot be applied now, a store opened to write says why).
+                    if crate::journaled::apply_left(&hybrid).is_ok_and(|n| n > 0) {
+                        drop(hybrid);
+                        return Ok(Store::Files(FileStore::open_with(&self.dir, options)?));
+                    }
                     return Ok(Store::Files(hybrid.into_parts().0));
                 }
-                Ok(Store::Hybrid(Box::new(hybrid)))
+                if !journal || !hybrid.sql().flushes_after_commit() {
+                    // Saves that a store which is gone journaled are applied first.
+                    crate::journaled::apply_left(&hybrid)?;
+                    return Ok(Store::Hybrid(Box::new(hybrid)));
+                }
+                match JournaledStore::open_or_back(hybrid)? {
+                    Ok(journaled) => Ok(Store::Journaled(Box::new(journaled))),
+                    Err((hybrid, _)) => Ok(Store::Hybrid(Box::new(hybrid))),
+                }
             }
             None => Ok(Store::Files(files)),
         }
+    }
+
+    /// Whether a store that is gone left journaled saves in the directory (see
+    /// [`JournaledStore`]).
+    fn journal_left(&self) -> bool {
+        crate::journal::Slot::any_left(&self.dir.join(".caf").join("journal"))
     }
 
     /// Whether an earlier boot left files saved in the directory that were not yet flushed.
@@ -437,6 +485,11 @@ mod tests {
         ));
         assert!(loc.default_db_path().is_file());
         assert!(matches!(loc.open(Access::Update), Ok(Store::Hybrid(_))));
+        // A store that saves many times journals its saves (SQLite flushes its own commits).
+        assert!(matches!(
+            loc.open_journaled(Access::Update),
+            Ok(Store::Journaled(_))
+        ));
         assert!(matches!(loc.open(Access::Read), Ok(Store::Files(_))));
     }
 

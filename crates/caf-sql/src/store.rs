@@ -216,6 +216,12 @@ impl SqlStore {
         flushed
     }
 
+    /// Whether this store flushes its commits itself, after them (SQLite's group commit): a
+    /// commit is then durable once [`SqlStore::flush_commits`] has run.
+    pub(crate) fn flushes_after_commit(&self) -> bool {
+        self.group.is_some()
+    }
+
     /// How long the flush of the last write took, when this store flushes its commits itself
     /// (SQLite with [`crate::Durability::Default`], see [`crate::Durability`]); `None`
     /// otherwise. For benchmarks, which report the SQL work of a save apart from its flush.

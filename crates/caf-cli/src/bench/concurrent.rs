@@ -73,7 +73,7 @@ pub(super) fn measure(
 ) -> Result<ConcurrentFigures, Failure> {
     let tmp = mode_dir(scratch)?;
     // Create the store (and its database, migrated) before the workers open it.
-    drop(open_store(mode, tmp.as_path(), pg, false)?);
+    drop(open_store(mode, tmp.as_path(), pg)?);
     let exe = std::env::current_exe()
         .map_err(|e| Failure::msg(format!("bench: cannot find this program: {e}")))?;
     let mut workers = Vec::new();
@@ -129,7 +129,7 @@ pub(super) fn measure(
         }
     }
     let seconds = t0.elapsed().as_secs_f64();
-    let (files_or_null, db) = open_store(mode, tmp.as_path(), pg, false)?;
+    let (files_or_null, db) = open_store(mode, tmp.as_path(), pg)?;
     let store = store_of(files_or_null.as_ref(), db.as_ref());
     let (mut saved, mut found, mut lost) = (0, 0, 0);
     let mut error_kinds = BTreeMap::new();
@@ -177,7 +177,7 @@ pub(super) fn work(
     dir: &Path,
     pg: Option<&str>,
 ) -> Result<(), Failure> {
-    let (files_or_null, db) = open_store(mode, dir, pg, false)?;
+    let (files_or_null, db) = open_store(mode, dir, pg)?;
     let store = store_of(files_or_null.as_ref(), db.as_ref());
     let maker = CheckpointManager::new(NullStore);
     let mut state = RuntimeState::new(agent_name(worker));

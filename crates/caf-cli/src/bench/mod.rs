@@ -64,10 +64,6 @@ pub enum Durability {
     /// `save` returns once the checkpoint is encoded; a background writer writes it, in order
     /// (`caf_core::store::AsyncStore`). Files modes only.
     Async,
-    /// On disk when `save` returns, through one append to the store's journal; the file and
-    /// the rows are written after by a writer thread (`caf_sql::JournaledStore`). files+sqlite
-    /// only.
-    Journal,
 }
 
 /// The figures of one mode.
@@ -120,7 +116,6 @@ fn label(f: &Figures) -> String {
     match f.durability {
         Durability::Sync => mode_name(f.mode),
         Durability::Async => format!("{} async", mode_name(f.mode)),
-        Durability::Journal => format!("{} journal", mode_name(f.mode)),
     }
 }
 
@@ -222,26 +217,6 @@ pub fn run(t: &Target, json: bool, a: &BenchArgs) -> CmdResult {
             all.push(measure(
                 mode,
                 Durability::Async,
-                &scratch,
-                a.executions,
-                a.steps,
-                pg,
-            )?);
-        }
-        if a.durability.contains(&Durability::Journal) {
-            if mode != Mode::FilesSqlite {
-                output::warn_line(&format!(
-                    "--durability journal: {} is measured in sync mode only",
-                    mode_name(mode)
-                ));
-                continue;
-            }
-            if !json {
-                eprintln!("measuring {} (journal) …", mode_name(mode));
-            }
-            all.push(measure(
-                mode,
-                Durability::Journal,
                 &scratch,
                 a.executions,
                 a.steps,

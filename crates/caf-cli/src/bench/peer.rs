@@ -197,14 +197,19 @@ fn durability(mode: Mode) -> (bool, String) {
             true,
             "file fdatasync, rename, directory fsync per save".into(),
         ),
-        Mode::FilesSqlite => (
-            durable,
-            format!(
-                "one flush per save: the SQLite commit ({sqlite}); files renamed in place \
-                 unflushed, synced in the background, rewritten from the database after a \
-                 power loss"
+        Mode::FilesSqlite => match default {
+            caf_sql::Durability::Default => (
+                true,
+                "one flush per save: an append to the store's journal and its fdatasync; file \
+                 and rows written after, unflushed (SQLite WAL, synchronous=NORMAL), applied \
+                 again from the journal after a crash"
+                    .into(),
             ),
-        ),
+            _ => (
+                durable,
+                format!("the SQLite commit ({sqlite}); files renamed in place unflushed"),
+            ),
+        },
         Mode::Sqlite => (durable, format!("SQLite {sqlite}")),
         Mode::Postgres => match durable {
             false => (false, "synchronous_commit=off".into()),
@@ -272,10 +277,6 @@ impl<'a> SideBySide<'a> {
             .map(|f| {
                 let (durable, durability) = match f.durability {
                     Durability::Sync => durability(f.mode),
-                    Durability::Journal => (
-                        true,
-                        "one fdatasync of the store's journal; file and rows written after".into(),
-                    ),
                     Durability::Async => (
                         false,
                         "async, a background writer writes each save in order".into(),

@@ -69,25 +69,24 @@ pub(super) fn store_of<'a>(
     }
 }
 
-/// With `journal`, a files+sqlite store journals its saves ([`JournaledStore`]).
 pub(super) fn open_store(
     mode: Mode,
     dir: &Path,
     pg: Option<&str>,
-    journal: bool,
 ) -> Result<(Box<dyn CheckpointStore>, Option<SqlStore>), Failure> {
     let sqlite = || {
         SqlStore::open(&format!("sqlite://{}", dir.join("bench.db").display())).map_err(sql_failure)
     };
     Ok(match mode {
         Mode::Files => (Box::new(FileStore::open(dir.join("store"))?), None),
-        Mode::FilesSqlite => {
-            let hybrid = HybridStore::new(FileStore::open(dir.join("store"))?, sqlite()?)?;
-            match journal {
-                true => (Box::new(JournaledStore::open(hybrid)?), None),
-                false => (Box::new(hybrid), None),
-            }
-        }
+        // As caf opens it to write: its saves journaled (`caf_sql::Location::open`).
+        Mode::FilesSqlite => (
+            Box::new(JournaledStore::open(HybridStore::new(
+                FileStore::open(dir.join("store"))?,
+                sqlite()?,
+            )?)?),
+            None,
+        ),
         Mode::Sqlite => (Box::new(NullStore), Some(sqlite()?)),
         Mode::Postgres => {
             let url =
@@ -131,12 +130,10 @@ pub(super) fn measure(
     let floor_dir = tmp.as_path().join("floor");
     std::fs::create_dir_all(&floor_dir)
         .map_err(|e| Failure::msg(format!("{}: {e}", floor_dir.display())))?;
-    let journal = durability == Durability::Journal;
-    let (files_or_null, db) = open_store(mode, tmp.as_path(), pg, journal)?;
+    let (files_or_null, db) = open_store(mode, tmp.as_path(), pg)?;
     let files_or_null = match durability {
         Durability::Sync => Saving::Sync(files_or_null),
         Durability::Async => Saving::Async(AsyncStore::new(files_or_null)),
-        Durability::Journal => Saving::Sync(files_or_null),
     };
     // The store that is read back: the database alone in the SQL modes.
     let store: &dyn CheckpointStore = match (&db, &files_or_null) {

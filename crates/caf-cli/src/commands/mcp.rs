@@ -47,7 +47,7 @@ fn log_to_stderr() {
 /// Serves the store until the client disconnects.
 pub fn run(t: &Target, a: &McpArgs) -> CmdResult {
     log_to_stderr();
-    let store = t.open_or_create()?;
+    let store = t.open_or_create_journaled()?;
     let mut options = ServerOptions {
         allow_delete: a.allow_delete,
         ..ServerOptions::default()

@@ -35,7 +35,7 @@ pub fn run(t: &Target, json: bool, a: &WatchArgs) -> CmdResult {
             dir.display()
         ));
     }
-    let store = t.open_or_create()?;
+    let store = t.open_or_create_journaled()?;
     // Captures must not count the store's own files as changes to the project.
     let own = store.files().and_then(|f| inside(f.root(), &project));
 
