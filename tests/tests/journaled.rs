@@ -13,7 +13,7 @@ mod sql_common;
 
 use caf_core::format::encode;
 use caf_core::{Checkpoint, CheckpointStore, FileStore, LoadSource};
-use caf_sql::{HybridStore, JournaledStore, SqlStore};
+use caf_sql::{Access, HybridStore, JournaledStore, Location, SqlStore, Store};
 use sql_common::runs::agent_run;
 use std::path::Path;
 
@@ -182,4 +182,48 @@ fn stores_sharing_a_directory_journal_in_slots_of_their_own() {
     let store = journaled(dir.path());
     assert_eq!(store.replayed(), 2);
     assert_all_there(&store, &run);
+}
+
+/// A store opened by [`Location`] after a crash — to read, or to write without a journal of
+/// its own (a one-shot `caf` command) — applies the journal of the store that is gone first.
+#[test]
+fn any_open_after_a_crash_applies_the_journal_of_the_store_that_is_gone() {
+    for access in [Access::Read, Access::Update] {
+        let dir = tempfile::tempdir().unwrap();
+        let location = Location::new(dir.path(), None, false);
+        let run = agent_run(1, 6);
+        let Ok(Store::Journaled(store)) = location.open_journaled(Access::CreateWithDatabase)
+        else {
+            panic!("not a journaled store");
+        };
+        for c in &run {
+            store.save(c).unwrap();
+        }
+        store.flush().unwrap();
+        store.abandon();
+        // The crash lost the newest rows and files.
+        {
+            let url = format!("sqlite://{}", location.default_db_path().display());
+            let h = HybridStore::new(
+                FileStore::open(dir.path()).unwrap(),
+                SqlStore::open(&url).unwrap(),
+            )
+            .unwrap();
+            for c in &run[3..] {
+                h.delete(&c.id).unwrap();
+            }
+        }
+        let store = location.open(access).unwrap();
+        assert_eq!(
+            store.list(&Default::default()).unwrap().len(),
+            run.len(),
+            "{access:?}"
+        );
+        for c in &run {
+            assert_eq!(&store.load(&c.id).unwrap(), c, "{access:?}");
+        }
+        drop(store);
+        let store = location.open(Access::Update).unwrap();
+        assert_eq!(store.sql().unwrap().checksums().unwrap().len(), run.len());
+    }
 }

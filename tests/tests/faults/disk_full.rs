@@ -387,3 +387,68 @@ fn caf_save_on_a_full_disk_fails_with_one_line_and_exit_1() {
         "the failed save changed the store's files"
     );
 }
+
+/// A store that saves many times journals its saves ([`Location::open_journaled`]). On a disk
+/// that fills after its journal was made, a save whose file or rows find no room is still in
+/// the journal: acknowledged, and written later. The next call says the disk is full; once
+/// space is freed, the same store writes what it acknowledged and goes on.
+#[test]
+fn a_journaled_store_on_a_full_disk_loses_nothing_it_acknowledged() {
+    let tmp = tempfile::tempdir().unwrap();
+    let test = "a_journaled_store_on_a_full_disk_loses_nothing_it_acknowledged";
+    // Room for the journal (16 MiB, made when the store opens) and the saves.
+    let Some(fs) = Tmpfs::mount(test, &tmp.path().join("mnt"), "24m") else {
+        return;
+    };
+    let dir = fs.path().join("store");
+    let location = Location::new(&dir, None, false);
+    let store = location.open_journaled(Access::CreateWithDatabase).unwrap();
+    assert!(matches!(store, Store::Journaled(_)), "a journaled store");
+    let run = agent_run(1, 120);
+    let ballast = fill_leaving(fs.path(), 512 * 1024);
+    let (acknowledged, error) = save_until_full(&*store, &run);
+    assert_says_full(&error, fs.path());
+    // Reading says so too, until there is room.
+    assert_says_full(&store.list(&Default::default()).unwrap_err(), fs.path());
+    assert!(
+        json_file_ids(&dir).len() < acknowledged,
+        "every acknowledged save has its file: the writer never failed"
+    );
+
+    std::fs::remove_file(&ballast).unwrap();
+    store.flush().unwrap();
+    let when = "journaled, space freed";
+    check_files(&dir, store.sql(), &run[..acknowledged], when);
+    for c in &run[acknowledged..acknowledged + 3] {
+        store
+            .save(c)
+            .unwrap_or_else(|e| panic!("{when}: saving again: {e}"));
+    }
+    drop(store);
+    let store = location.open(Access::Update).unwrap();
+    check_files(&dir, store.sql(), &run[..acknowledged + 3], "reopened");
+}
+
+/// Where there is no room for a journal, a store that saves many times flushes its saves as
+/// the hybrid store does, and leaves no part of a journal behind.
+#[test]
+fn without_room_for_a_journal_saves_are_flushed_as_before() {
+    let tmp = tempfile::tempdir().unwrap();
+    let test = "without_room_for_a_journal_saves_are_flushed_as_before";
+    let Some(fs) = Tmpfs::mount(test, &tmp.path().join("mnt"), "4m") else {
+        return;
+    };
+    let dir = fs.path().join("store");
+    let location = Location::new(&dir, None, false);
+    let store = location.open_journaled(Access::CreateWithDatabase).unwrap();
+    assert!(matches!(store, Store::Hybrid(_)), "a hybrid store");
+    let slots: Vec<_> = std::fs::read_dir(dir.join(".caf/journal"))
+        .map(|d| d.filter_map(|e| e.ok()).collect())
+        .unwrap_or_default();
+    assert!(slots.is_empty(), "a journal slot was left: {slots:?}");
+    let run = agent_run(1, 3);
+    for c in &run {
+        store.save(c).unwrap();
+    }
+    check_files(&dir, store.sql(), &run, "no journal");
+}
