@@ -30,6 +30,20 @@ fn journaled(dir: &Path) -> JournaledStore {
     JournaledStore::open(hybrid(dir)).unwrap()
 }
 
+/// What a power cut leaves of the writer's marks (`journal_slots`): the commits after the last
+/// flush of the log are lost, and the marks with them. `applied`: the mark every slot keeps
+/// (how many of its records survived in the database), `None` for none.
+fn lose_marks(db: &Path, applied: Option<u64>) {
+    use diesel::connection::SimpleConnection;
+    use diesel::Connection;
+    let mut conn = diesel::SqliteConnection::establish(&db.display().to_string()).unwrap();
+    let sql = match applied {
+        Some(n) => format!("UPDATE journal_slots SET applied = {n}"),
+        None => "DELETE FROM journal_slots".into(),
+    };
+    conn.batch_execute(&sql).unwrap();
+}
+
 /// Every checkpoint loads equal from its own file, which holds exactly its encoding, and the
 /// database holds each with that file's checksum.
 fn assert_all_there(store: &JournaledStore, run: &[Checkpoint]) {
@@ -88,6 +102,7 @@ fn after_a_crash_the_journal_brings_back_every_acknowledged_save() {
             assert!(h.delete(&c.id).unwrap());
         }
     }
+    lose_marks(&dir.path().join("caf.db"), Some((run.len() - lost) as u64));
     let torn = &run[run.len() - 2];
     let path = FileStore::open(dir.path().join("files"))
         .unwrap()
@@ -120,6 +135,7 @@ fn a_torn_last_record_is_not_applied_and_those_before_it_are() {
             h.delete(&c.id).unwrap();
         }
     }
+    lose_marks(&dir.path().join("caf.db"), Some(4));
     // Tear the last record: records start at 4 KiB, each a 32-byte header and the bytes, at
     // multiples of 8.
     let mut at = 4096u64;
@@ -179,6 +195,7 @@ fn stores_sharing_a_directory_journal_in_slots_of_their_own() {
         h.delete(&first[5].id).unwrap();
         h.delete(&second[5].id).unwrap();
     }
+    lose_marks(&dir.path().join("caf.db"), Some(5));
     let store = journaled(dir.path());
     assert_eq!(store.replayed(), 2);
     assert_all_there(&store, &run);
@@ -213,6 +230,7 @@ fn any_open_after_a_crash_applies_the_journal_of_the_store_that_is_gone() {
                 h.delete(&c.id).unwrap();
             }
         }
+        lose_marks(&location.default_db_path(), None);
         let store = location.open(access).unwrap();
         assert_eq!(
             store.list(&Default::default()).unwrap().len(),
@@ -226,4 +244,61 @@ fn any_open_after_a_crash_applies_the_journal_of_the_store_that_is_gone() {
         let store = location.open(Access::Update).unwrap();
         assert_eq!(store.sql().unwrap().checksums().unwrap().len(), run.len());
     }
+}
+
+/// The writer marks how far it has written its slot, in the database: after a crash, a
+/// checkpoint another store deleted or saved anew since is not undone from the journal.
+#[test]
+fn what_another_store_deleted_or_saved_anew_is_not_undone_after_a_crash() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = agent_run(1, 5);
+    let store = journaled(dir.path());
+    for c in &run {
+        store.save(c).unwrap();
+    }
+    store.flush().unwrap();
+    // Another process: a one-shot `caf delete`, and a new version of another checkpoint.
+    let mut anew = run[3].clone();
+    anew.metadata.description = Some("saved anew by another store".into());
+    {
+        let h = hybrid(dir.path());
+        assert!(h.delete(&run[4].id).unwrap());
+        h.save(&anew).unwrap();
+    }
+    // The journaled store is killed with all five saves still in its slot.
+    store.abandon();
+    let store = journaled(dir.path());
+    assert_eq!(store.replayed(), 0);
+    assert!(
+        store.load(&run[4].id).is_err(),
+        "a deleted checkpoint came back"
+    );
+    assert_eq!(store.load(&run[3].id).unwrap(), anew);
+    assert_all_there(&store, &[&run[..3], &[anew]].concat());
+}
+
+/// A save whose rows were committed but whose file was not put in place before the crash
+/// (an overwrite: the old file is still there) is written again from the journal.
+#[test]
+fn a_committed_save_whose_file_is_not_in_place_is_written_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = agent_run(1, 3);
+    let mut anew = run[2].clone();
+    anew.metadata.description = Some("the second version".into());
+    let store = journaled(dir.path());
+    for c in &run {
+        store.save(c).unwrap();
+    }
+    store.save(&anew).unwrap();
+    store.flush().unwrap();
+    store.abandon();
+    // The crash: the new version's rows are in, its file is the old one, its mark is lost.
+    let path = FileStore::open(dir.path().join("files"))
+        .unwrap()
+        .path_of(&anew.id);
+    std::fs::write(&path, encode(&run[2]).unwrap()).unwrap();
+    lose_marks(&dir.path().join("caf.db"), None);
+    let store = journaled(dir.path());
+    assert_eq!(store.replayed(), 1);
+    assert_all_there(&store, &[&run[..2], &[anew]].concat());
 }

@@ -37,6 +37,9 @@ pub(crate) struct Slot {
     next: u64,
     /// Where the next record goes.
     at: u64,
+    /// Emptying it failed: the header on disk may state another generation than the records
+    /// would carry, so nothing is appended until it is emptied.
+    broken: bool,
 }
 
 /// The slots a store took when it opened.
@@ -47,7 +50,17 @@ pub(crate) struct Taken {
     /// records are applied.
     pub(crate) others: Vec<Slot>,
     /// The records every taken slot held (`ours` included), slot by slot, in order.
-    pub(crate) records: Vec<Vec<u8>>,
+    pub(crate) records: Vec<Held>,
+}
+
+/// What one slot held when it was taken.
+#[derive(Debug)]
+pub(crate) struct Held {
+    /// The slot's file name (`slot-N`).
+    pub(crate) name: String,
+    pub(crate) generation: u64,
+    /// Each record with its number, in order.
+    pub(crate) records: Vec<(u64, Vec<u8>)>,
 }
 
 impl Slot {
@@ -84,7 +97,18 @@ impl Slot {
         let mut records = Vec::new();
         for n in &numbers {
             if let Some(mut slot) = Self::lock(dir, *n, false)? {
-                records.extend(slot.read()?);
+                let held = slot.read()?;
+                if !held.is_empty() {
+                    records.push(Held {
+                        name: slot.name(),
+                        generation: slot.generation,
+                        records: held
+                            .into_iter()
+                            .enumerate()
+                            .map(|(n, r)| (n as u64, r))
+                            .collect(),
+                    });
+                }
                 taken.push(slot);
             }
         }
@@ -129,6 +153,7 @@ impl Slot {
                 generation: 0,
                 next: 0,
                 at: HEADER,
+                broken: false,
             };
             slot.generation_read().is_some() && slot.read_record().ok().flatten().is_some()
         })
@@ -172,6 +197,7 @@ impl Slot {
             generation: 0,
             next: 0,
             at: HEADER,
+            broken: false,
         };
         if slot.file.metadata()?.len() < SIZE {
             // New, or its maker stopped before it was written in full: nothing in it counts.
@@ -220,8 +246,11 @@ impl Slot {
     /// Empties the slot: its records no longer count once this returns. Only for records
     /// whose saves are on disk elsewhere.
     pub(crate) fn empty(&mut self) -> io::Result<()> {
+        self.broken = true;
         self.empty_header()?;
-        self.file.sync_data()
+        self.file.sync_data()?;
+        self.broken = false;
+        Ok(())
     }
 
     /// The records this slot holds, read again (after a failed write of one of them).
@@ -282,12 +311,17 @@ impl Slot {
         self.next += 1;
     }
 
-    /// Appends `payload` as the next record and flushes it: `false` (nothing written) when the
-    /// slot has no room for it.
-    pub(crate) fn append(&mut self, payload: &[u8]) -> io::Result<bool> {
+    /// Appends `payload` as the next record and flushes it: its number, or `None` (nothing
+    /// written) when the slot has no room for it.
+    pub(crate) fn append(&mut self, payload: &[u8]) -> io::Result<Option<u64>> {
+        if self.broken {
+            return Err(io::Error::other(
+                "the journal could not be emptied; it takes no record until it is",
+            ));
+        }
         let len = payload.len() as u64;
         if self.at + RECORD + len > SIZE {
-            return Ok(false);
+            return Ok(None);
         }
         let mut head = [0u8; RECORD as usize];
         head[..4].copy_from_slice(RECORD_MAGIC);
@@ -302,8 +336,22 @@ impl Slot {
         self.file.write_all(&head)?;
         self.file.write_all(payload)?;
         self.file.sync_data()?;
+        let number = self.next;
         self.advance(len);
-        Ok(true)
+        Ok(Some(number))
+    }
+
+    /// The slot's generation (drawn anew each time it is emptied).
+    pub(crate) fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    /// The slot's file name (`slot-N`).
+    pub(crate) fn name(&self) -> String {
+        self.path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default()
     }
 
     /// Whether records were appended since the slot was last emptied.
@@ -325,6 +373,14 @@ mod tests {
         vec![n; 1000 + usize::from(n)]
     }
 
+    /// Every record taken, in order.
+    fn records(t: &Taken) -> Vec<Vec<u8>> {
+        t.records
+            .iter()
+            .flat_map(|h| h.records.iter().map(|(_, r)| r.clone()))
+            .collect()
+    }
+
     #[test]
     fn records_come_back_in_order_until_the_slot_is_emptied() {
         let dir = tempfile::tempdir().unwrap();
@@ -332,22 +388,34 @@ mod tests {
             let mut t = Slot::take_all(dir.path()).unwrap();
             assert!(t.records.is_empty() && t.others.is_empty());
             for n in 0..3 {
-                assert!(t.ours.as_mut().unwrap().append(&record(n)).unwrap());
+                assert!(t
+                    .ours
+                    .as_mut()
+                    .unwrap()
+                    .append(&record(n))
+                    .unwrap()
+                    .is_some());
             }
         }
         let mut t = Slot::take_all(dir.path()).unwrap();
-        assert_eq!(t.records, vec![record(0), record(1), record(2)]);
+        assert_eq!(records(&t), vec![record(0), record(1), record(2)]);
         // Appends go after the records read back, which still count.
-        assert!(t.ours.as_mut().unwrap().append(&record(3)).unwrap());
+        assert_eq!(
+            t.ours.as_mut().unwrap().append(&record(3)).unwrap(),
+            Some(3)
+        );
         drop(t);
         let mut t = Slot::take_all(dir.path()).unwrap();
-        assert_eq!(t.records.len(), 4);
+        assert_eq!(records(&t).len(), 4);
         t.ours.as_mut().unwrap().empty().unwrap();
-        assert!(t.ours.as_mut().unwrap().append(&record(9)).unwrap());
+        assert_eq!(
+            t.ours.as_mut().unwrap().append(&record(9)).unwrap(),
+            Some(0)
+        );
         drop(t);
         // After emptying, the old records (further on in the file) no longer count.
         let t = Slot::take_all(dir.path()).unwrap();
-        assert_eq!(t.records, vec![record(9)]);
+        assert_eq!(records(&t), vec![record(9)]);
     }
 
     #[test]
@@ -367,7 +435,7 @@ mod tests {
         f.write_all(&[0u8; 8]).unwrap();
         drop(f);
         let t = Slot::take_all(dir.path()).unwrap();
-        assert_eq!(t.records, vec![record(0)]);
+        assert_eq!(records(&t), vec![record(0)]);
     }
 
     #[test]
@@ -387,15 +455,18 @@ mod tests {
         let big = vec![7u8; (SIZE - HEADER - RECORD) as usize];
         let mut ours = second.ours.unwrap();
         assert!(
-            ours.append(&big).unwrap(),
+            ours.append(&big).unwrap().is_some(),
             "a record that fills the slot fits"
         );
-        assert!(!ours.append(&record(0)).unwrap(), "then nothing more does");
+        assert!(
+            ours.append(&record(0)).unwrap().is_none(),
+            "then nothing more does"
+        );
         drop((first, ours));
         // Both gone: the next store takes both, with their records.
         let t = Slot::take_all(dir.path()).unwrap();
         assert_eq!(t.others.len(), 1);
-        assert!(t.records.contains(&record(1)));
+        assert!(records(&t).contains(&record(1)));
         drop(t);
         // Without making one, every slot left is taken, none is ours.
         let left = Slot::take_left(dir.path(), false).unwrap();

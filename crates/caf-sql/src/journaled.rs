@@ -1,6 +1,6 @@
 //! [`JournaledStore`]: a hybrid store whose saves are durable after one append to a journal.
 
-use crate::journal::{Slot, Taken};
+use crate::journal::{Held, Slot, Taken};
 use crate::stager::FileBytes;
 use crate::HybridStore;
 use caf_core::format::{Checkpoint, Limits, Unsealed};
@@ -13,8 +13,9 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 
-/// A redacted checkpoint and its bytes, journaled, for the writer thread.
-type Job = (Checkpoint, Unsealed);
+/// A redacted checkpoint and its bytes, journaled, for the writer thread, with the generation
+/// and number of its record.
+type Job = (Checkpoint, Unsealed, u64, u64);
 
 struct Queue {
     jobs: VecDeque<Job>,
@@ -28,6 +29,8 @@ struct Queue {
 
 struct Shared {
     hybrid: HybridStore,
+    /// The slot's name in the database's `journal_slots` (the store's id and the file's name).
+    mark: String,
     /// The store's journal slot; held while a save is appended and queued, so that the queue
     /// keeps the journal's order.
     slot: Mutex<Slot>,
@@ -91,6 +94,15 @@ impl JournaledStore {
         hybrid: HybridStore,
     ) -> Result<std::result::Result<Self, (HybridStore, Error)>> {
         let dir = journal_dir(&hybrid);
+        if !hybrid.sql().flushes_after_commit() {
+            // Emptying the journal would not put its saves on disk.
+            let e = std::io::Error::other("the database does not flush its own commits");
+            return Ok(Err((hybrid, Error::io(&dir, e))));
+        }
+        let store_id = match store_id(&hybrid) {
+            Ok(id) => id,
+            Err(e) => return Ok(Err((hybrid, e))),
+        };
         let (ours, mut others, records) = match Slot::take_all(&dir) {
             Ok(Taken {
                 ours: Some(ours),
@@ -104,8 +116,9 @@ impl JournaledStore {
             Err(e) => return Ok(Err((hybrid, Error::io(&dir, e)))),
         };
         let held = ours.holds_records() || !others.is_empty();
-        let replayed = apply(&hybrid, records, &dir)?;
+        let replayed = apply(&hybrid, records, &store_id, &dir)?;
         let shared = Arc::new(Shared {
+            mark: format!("{store_id}/{}", ours.name()),
             hybrid,
             slot: Mutex::new(ours),
             queue: Mutex::new(Queue {
@@ -193,10 +206,18 @@ impl JournaledStore {
         let Some(failed) = idle(&self.shared).failed.take() else {
             return Ok(());
         };
+        let hybrid = &self.shared.hybrid;
         let again = slot
             .reread()
             .map_err(|e| Error::io(slot.path(), e))
-            .and_then(|records| apply(&self.shared.hybrid, records, slot.path()))
+            .and_then(|records| {
+                let held = Held {
+                    name: slot.name(),
+                    generation: slot.generation(),
+                    records: (0..).zip(records).collect(),
+                };
+                apply(hybrid, vec![held], &store_id(hybrid)?, slot.path())
+            })
             .and_then(|_| empty(&self.shared, slot));
         if again.is_err() {
             lock(&self.shared.queue).failed = Some(failed);
@@ -220,6 +241,12 @@ fn journal_dir(hybrid: &HybridStore) -> std::path::PathBuf {
     hybrid.files().root().join(".caf").join("journal")
 }
 
+/// The directory's store id, which names its slots in the database.
+fn store_id(hybrid: &HybridStore) -> Result<String> {
+    let meta = hybrid.files().root().join(".caf");
+    crate::unflushed::store_id(hybrid.files().fs(), &meta)
+}
+
 /// Applies and empties the journal slots of stores that are gone, for a store opened without
 /// a journal of its own: how many saves it applied.
 pub(crate) fn apply_left(hybrid: &HybridStore) -> Result<usize> {
@@ -232,7 +259,7 @@ pub(crate) fn apply_left(hybrid: &HybridStore) -> Result<usize> {
     if records.is_empty() {
         return Ok(0);
     }
-    let applied = apply(hybrid, records, &dir)?;
+    let applied = apply(hybrid, records, &store_id(hybrid)?, &dir)?;
     hybrid.sql().flush_commits().map_err(Error::from)?;
     for slot in &mut others {
         slot.empty().map_err(|e| Error::io(slot.path(), e))?;
@@ -252,43 +279,74 @@ fn idle(shared: &Shared) -> MutexGuard<'_, Queue> {
 /// Empties `slot` once what it holds is on disk elsewhere: the writer idle, the database's log
 /// flushed.
 fn empty(shared: &Shared, slot: &mut Slot) -> Result<()> {
-    drop(idle(shared));
+    if let Some(failed) = &idle(shared).failed {
+        // A save the writer could not write: only the journal holds it.
+        return Err(Error::Backend {
+            backend: shared.hybrid.sql().backend().name(),
+            message: format!("the journal is not emptied: a save in it is not written ({failed})"),
+            source: None,
+        });
+    }
     shared.hybrid.sql().flush_commits().map_err(Error::from)?;
     slot.empty().map_err(|e| Error::io(slot.path(), e))
 }
 
-/// Saves the journal's `records` the database lacks (the last record of each checkpoint),
-/// through the hybrid store's own flushed save. How many it saved.
-fn apply(hybrid: &HybridStore, records: Vec<Vec<u8>>, journal: &std::path::Path) -> Result<usize> {
-    if records.is_empty() {
-        return Ok(0);
-    }
+/// Saves again what the journal slots `held` hold after their writer's mark (see
+/// [`SqlStore::mark_journal`](crate::SqlStore)): the last record of each checkpoint, unless the
+/// database and the checkpoint's file both hold exactly it, through the hybrid store's flushed
+/// save. How many it saved.
+fn apply(
+    hybrid: &HybridStore,
+    held: Vec<Held>,
+    store_id: &str,
+    journal: &std::path::Path,
+) -> Result<usize> {
     let mut last: HashMap<CheckpointId, usize> = HashMap::new();
-    let mut decoded = Vec::with_capacity(records.len());
-    for (n, text) in records.into_iter().enumerate() {
-        let unreadable = |message: String| Error::Backend {
-            backend: hybrid.sql().backend().name(),
-            message: format!(
-                "{}: journaled save {n} cannot be applied: {message}",
-                journal.display()
-            ),
-            source: None,
+    let mut decoded = Vec::new();
+    for slot in held {
+        let mark = hybrid
+            .sql()
+            .journal_mark(&format!("{store_id}/{}", slot.name))
+            .map_err(Error::from)?;
+        let from = match mark {
+            Some((generation, applied)) if generation == slot.generation => applied,
+            _ => 0,
         };
-        let sealed = Unsealed::from_text(text)
-            .ok_or_else(|| unreadable("no integrity line".into()))?
-            .seal();
-        let checkpoint = caf_core::format::decode(&sealed, &Limits::default())
-            .map_err(|e| unreadable(e.to_string()))?
-            .checkpoint;
-        let integrity = caf_core::store::stated_integrity(&sealed)
-            .ok_or_else(|| unreadable("no checksum".into()))?;
-        last.insert(checkpoint.id.clone(), n);
-        decoded.push((checkpoint, sealed, integrity));
+        for (n, text) in slot.records.into_iter().filter(|(n, _)| *n >= from) {
+            let unreadable = |message: String| Error::Backend {
+                backend: hybrid.sql().backend().name(),
+                message: format!(
+                    "{}: journaled save {n} of {} cannot be applied: {message}",
+                    journal.display(),
+                    slot.name
+                ),
+                source: None,
+            };
+            let sealed = Unsealed::from_text(text)
+                .ok_or_else(|| unreadable("no integrity line".into()))?
+                .seal();
+            let checkpoint = caf_core::format::decode(&sealed, &Limits::default())
+                .map_err(|e| unreadable(e.to_string()))?
+                .checkpoint;
+            let integrity = caf_core::store::stated_integrity(&sealed)
+                .ok_or_else(|| unreadable("no checksum".into()))?;
+            last.insert(checkpoint.id.clone(), decoded.len());
+            decoded.push((checkpoint, sealed, integrity));
+        }
+    }
+    if decoded.is_empty() {
+        return Ok(0);
     }
     let have = hybrid.sql().checksums().map_err(Error::from)?;
     let mut applied = 0;
     for (n, (checkpoint, sealed, integrity)) in decoded.into_iter().enumerate() {
-        if last.get(&checkpoint.id) != Some(&n) || have.get(&checkpoint.id) == Some(&integrity) {
+        if last.get(&checkpoint.id) != Some(&n) {
+            continue;
+        }
+        let in_file = std::fs::read(hybrid.files().path_of(&checkpoint.id))
+            .ok()
+            .and_then(|bytes| caf_core::store::stated_integrity(&bytes));
+        if have.get(&checkpoint.id) == Some(&integrity) && in_file.as_ref() == Some(&integrity) {
             continue;
         }
         hybrid.save_redacted(&checkpoint, FileBytes::Sealed(sealed), true)?;
@@ -299,7 +357,7 @@ fn apply(hybrid: &HybridStore, records: Vec<Vec<u8>>, journal: &std::path::Path)
 
 fn write_queue(shared: &Shared) {
     loop {
-        let (checkpoint, unsealed) = {
+        let (checkpoint, unsealed, generation, number) = {
             let mut q = lock(&shared.queue);
             loop {
                 if let Some(job) = q.jobs.pop_front() {
@@ -312,10 +370,24 @@ fn write_queue(shared: &Shared) {
                 q = shared.work.wait(q).unwrap_or_else(|p| p.into_inner());
             }
         };
-        let written =
-            shared
-                .hybrid
-                .save_redacted(&checkpoint, FileBytes::Unsealed(unsealed), false);
+        let hybrid = &shared.hybrid;
+        let written = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            hybrid.save_redacted(&checkpoint, FileBytes::Unsealed(unsealed), false)
+        }))
+        .unwrap_or_else(|_| {
+            Err(Error::Backend {
+                backend: hybrid.sql().backend().name(),
+                message: format!("writing checkpoint {} stopped short", checkpoint.id),
+                source: None,
+            })
+        });
+        if written.is_ok() && lock(&shared.queue).jobs.is_empty() {
+            // Idle: every record so far is written. A mark that fails only means more to save
+            // again after a crash.
+            let _ = hybrid
+                .sql()
+                .mark_journal(&shared.mark, generation, number + 1);
+        }
         let mut q = lock(&shared.queue);
         q.busy = false;
         if let Err(e) = written {
@@ -335,7 +407,9 @@ impl Drop for JournaledStore {
         self.shared.work.notify_all();
         if let Some(w) = self.writer.take() {
             // It writes what is queued first.
-            let _ = w.join();
+            if w.join().is_err() {
+                return;
+            }
             // What the journal holds is on disk elsewhere after this, unless a write failed:
             // then the next store opened on the directory applies it.
             let mut slot = lock(&self.shared.slot);
@@ -363,22 +437,26 @@ impl CheckpointStore for JournaledStore {
             self.catch_up(&mut slot)?;
         }
         let appended = match slot.append(unsealed.text()) {
-            Ok(false) => {
+            Ok(None) => {
+                // Full: emptied once the writer has written what it holds.
+                self.catch_up(&mut slot)?;
                 empty(&self.shared, &mut slot)?;
                 slot.append(unsealed.text())
             }
             other => other,
         };
         match appended.map_err(|e| Error::io(slot.path(), e))? {
-            true => {
+            Some(number) => {
+                let generation = slot.generation();
                 let mut q = lock(&self.shared.queue);
-                q.jobs.push_back((redacted.into_owned(), unsealed));
+                q.jobs
+                    .push_back((redacted.into_owned(), unsealed, generation, number));
                 drop(q);
                 self.shared.work.notify_one();
                 Ok(summary)
             }
             // Larger than the journal: saved as the hybrid store saves (the writer is idle).
-            false => hybrid.save_redacted(&redacted, FileBytes::Unsealed(unsealed), true),
+            None => hybrid.save_redacted(&redacted, FileBytes::Unsealed(unsealed), true),
         }
     }
 

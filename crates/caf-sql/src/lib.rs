@@ -129,7 +129,7 @@
 //! `from_seq`, `part`, `position`), so that the revisions one save writes are next to each
 //! other rather than one place per changed position; the listing indexes of `checkpoints` in
 //! ascending order, so that the newest checkpoint is appended at the end of their ranges (read
-//! backwards, newest first); `checkpoint_labels` and `unflushed_files`
+//! backwards, newest first); `checkpoint_labels`, `unflushed_files` and `journal_slots`
 //! `WITHOUT ROWID` (small rows, kept in their key's b-tree instead of a rowid table plus the
 //! key's index). The revision tables stay rowid tables: their rows are large (a tool call's
 //! result, a thought's content), and a `WITHOUT ROWID` b-tree keeps whole rows in its inner
@@ -175,6 +175,7 @@ mod flusher;
 mod group_commit;
 mod hybrid;
 mod journal;
+mod journal_marks;
 mod journaled;
 mod list;
 #[cfg(feature = "test-support")]

@@ -429,7 +429,10 @@ impl Location {
                 }
                 match JournaledStore::open_or_back(hybrid)? {
                     Ok(journaled) => Ok(Store::Journaled(Box::new(journaled))),
-                    Err((hybrid, _)) => Ok(Store::Hybrid(Box::new(hybrid))),
+                    Err((hybrid, _)) => {
+                        crate::journaled::apply_left(&hybrid)?;
+                        Ok(Store::Hybrid(Box::new(hybrid)))
+                    }
                 }
             }
             None => Ok(Store::Files(files)),

@@ -160,6 +160,16 @@ diesel::table! {
     }
 }
 
+diesel::table! {
+    /// How far a journaled store's writer has written its journal slot (see
+    /// `JournaledStore`): the records numbered below `applied` of `generation`.
+    journal_slots (slot) {
+        slot -> Text,
+        generation -> BigInt,
+        applied -> BigInt,
+    }
+}
+
 diesel::joinable!(checkpoint_labels -> checkpoints (checkpoint_id));
 diesel::joinable!(entries -> lines (line_id));
 diesel::joinable!(checkpoints -> executions (execution_id));

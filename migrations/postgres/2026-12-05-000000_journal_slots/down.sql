@@ -1,0 +1,1 @@
+DROP TABLE journal_slots;
