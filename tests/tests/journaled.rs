@@ -44,6 +44,28 @@ fn lose_marks(db: &Path, applied: Option<u64>) {
     conn.batch_execute(&sql).unwrap();
 }
 
+/// Saves `run` into a journaled store in `dir`, which then crashes: its writer has written
+/// everything, its journal is not emptied.
+fn save_and_crash(dir: &Path, run: &[Checkpoint]) {
+    let store = journaled(dir);
+    for c in run {
+        store.save(c).unwrap();
+    }
+    store.settled_hybrid();
+    store.abandon();
+}
+
+/// What the power cut also took: the rows and files of `lost` (a log not yet flushed), and the
+/// marks after `mark` (see [`lose_marks`]).
+fn lose(dir: &Path, lost: &[Checkpoint], mark: Option<u64>) {
+    let h = hybrid(dir);
+    for c in lost {
+        assert!(h.delete(&c.id).unwrap(), "{}", c.id);
+    }
+    drop(h);
+    lose_marks(&dir.join("caf.db"), mark);
+}
+
 /// Every checkpoint loads equal from its own file, which holds exactly its encoding, and the
 /// database holds each with that file's checksum.
 fn assert_all_there(store: &JournaledStore, run: &[Checkpoint]) {
@@ -89,20 +111,9 @@ fn after_a_crash_the_journal_brings_back_every_acknowledged_save() {
     let dir = tempfile::tempdir().unwrap();
     let run = agent_run(2, 15);
     let lost = 6;
-    let store = journaled(dir.path());
-    for c in &run {
-        store.save(c).unwrap();
-    }
-    store.flush().unwrap();
-    store.abandon();
-    // What a log not yet flushed loses: the newest rows and files.
-    {
-        let h = hybrid(dir.path());
-        for c in &run[run.len() - lost..] {
-            assert!(h.delete(&c.id).unwrap());
-        }
-    }
-    lose_marks(&dir.path().join("caf.db"), Some((run.len() - lost) as u64));
+    save_and_crash(dir.path(), &run);
+    let kept = run.len() - lost;
+    lose(dir.path(), &run[kept..], Some(kept as u64));
     let torn = &run[run.len() - 2];
     let path = FileStore::open(dir.path().join("files"))
         .unwrap()
@@ -123,19 +134,8 @@ fn after_a_crash_the_journal_brings_back_every_acknowledged_save() {
 fn a_torn_last_record_is_not_applied_and_those_before_it_are() {
     let dir = tempfile::tempdir().unwrap();
     let run = agent_run(1, 8);
-    let store = journaled(dir.path());
-    for c in &run {
-        store.save(c).unwrap();
-    }
-    store.flush().unwrap();
-    store.abandon();
-    {
-        let h = hybrid(dir.path());
-        for c in &run[4..] {
-            h.delete(&c.id).unwrap();
-        }
-    }
-    lose_marks(&dir.path().join("caf.db"), Some(4));
+    save_and_crash(dir.path(), &run);
+    lose(dir.path(), &run[4..], Some(4));
     // Tear the last record: records start at 4 KiB, each a 32-byte header and the bytes, at
     // multiples of 8.
     let mut at = 4096u64;
@@ -277,28 +277,23 @@ fn what_another_store_deleted_or_saved_anew_is_not_undone_after_a_crash() {
     assert_all_there(&store, &[&run[..3], &[anew]].concat());
 }
 
-/// A save whose rows were committed but whose file was not put in place before the crash
-/// (an overwrite: the old file is still there) is written again from the journal.
+/// A save whose rows (and mark) were committed but whose file was not put in place before
+/// the process was killed (an overwrite: the old file is still there) gets its file from the
+/// database when the store opens again.
 #[test]
 fn a_committed_save_whose_file_is_not_in_place_is_written_again() {
     let dir = tempfile::tempdir().unwrap();
     let run = agent_run(1, 3);
     let mut anew = run[2].clone();
     anew.metadata.description = Some("the second version".into());
-    let store = journaled(dir.path());
-    for c in &run {
-        store.save(c).unwrap();
-    }
-    store.save(&anew).unwrap();
-    store.flush().unwrap();
-    store.abandon();
-    // The crash: the new version's rows are in, its file is the old one, its mark is lost.
+    save_and_crash(dir.path(), &[&run[..], &[anew.clone()]].concat());
+    // The kill: the new version's rows and mark are in, its file is still the old one.
     let path = FileStore::open(dir.path().join("files"))
         .unwrap()
         .path_of(&anew.id);
     std::fs::write(&path, encode(&run[2]).unwrap()).unwrap();
-    lose_marks(&dir.path().join("caf.db"), None);
     let store = journaled(dir.path());
-    assert_eq!(store.replayed(), 1);
+    assert_eq!(store.replayed(), 0, "the mark counts it written");
+    assert_eq!(store.hybrid().recovery().rewritten, vec![anew.id.clone()]);
     assert_all_there(&store, &[&run[..2], &[anew]].concat());
 }

@@ -81,6 +81,19 @@ impl SqlStore {
             .collect())
     }
 
+    /// The integrity checksum the database stores for checkpoint `id`, if it holds it.
+    pub(crate) fn checksum_of(&self, id: &CheckpointId) -> Result<Option<String>> {
+        let rows: Vec<String> = self.on_conn(|inner| {
+            let backend = inner.conn.backend();
+            checkpoints::table
+                .select(checkpoints::integrity)
+                .filter(checkpoints::id.eq(id.as_str()))
+                .load(&mut inner.conn)
+                .map_err(SqlError::query(backend, "reading a checkpoint's checksum"))
+        })?;
+        Ok(rows.into_iter().next())
+    }
+
     /// The database's copy of checkpoint `id`, if it holds an intact one: the rows load, and the
     /// loaded checkpoint encodes to the checksum the database stores for it. With `expected`
     /// (what a damaged file still states on its `integrity` line), only a copy of that same

@@ -221,8 +221,15 @@ impl<F: Fs> Flusher<F> {
     /// Stops the thread without a last flush.
     #[cfg(feature = "test-support")]
     pub fn abandon(&mut self) {
-        self.shared.lock().written = None;
+        self.forget_written();
         self.stop();
+    }
+
+    /// Forgets the files written since the last flush, so that no later flush forgets their
+    /// records (a power cut's view, for tests).
+    #[cfg(feature = "test-support")]
+    pub fn forget_written(&self) {
+        self.shared.lock().written = None;
     }
 
     /// Stops the thread after a last flush.

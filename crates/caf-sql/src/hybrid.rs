@@ -4,6 +4,7 @@ use crate::checkpoint::save::{Encoded, SyncOutcome};
 use crate::connection::AnyConnection;
 use crate::error::SqlError;
 use crate::flusher::{self, Flusher, Reserved};
+use crate::journal_marks::JournalMark;
 use crate::recover::{recover, Recovery};
 use crate::stager::{FileBytes, Stager};
 use crate::unflushed::{self, Writer};
@@ -177,6 +178,16 @@ impl<F: Fs> HybridStore<F> {
         }
     }
 
+    /// Keeps the records of the files written so far however the store ends (a power cut's
+    /// view, for tests of what opening does after one), where [`HybridStore::abandon`] cannot
+    /// take the store.
+    #[cfg(feature = "test-support")]
+    pub fn keep_unflushed_records(&self) {
+        if let Some((_, f)) = &self.unflushed {
+            f.forget_written();
+        }
+    }
+
     /// Both stores back (after a last flush).
     pub fn into_parts(mut self) -> (FileStore<F>, SqlStore) {
         if let Some((_, mut f)) = self.unflushed.take() {
@@ -253,12 +264,13 @@ impl<F: Fs> HybridStore<F> {
     /// redacted again) on the [`Stager`]'s thread, which seals it first, while its rows are
     /// written; commits them once the file is staged, then puts the file in place. Without
     /// `flush`, the commit is not flushed (a journal holds the save: see
-    /// [`crate::JournaledStore`]).
+    /// [`crate::JournaledStore`]); `mark` is then recorded in the same transaction.
     pub(crate) fn save_redacted(
         &self,
         checkpoint: &Checkpoint,
         bytes: FileBytes,
         flush: bool,
+        mark: Option<&JournalMark<'_>>,
     ) -> Result<CheckpointSummary> {
         let id = &checkpoint.id;
         let len = bytes.len() as u64;
@@ -315,7 +327,8 @@ impl<F: Fs> HybridStore<F> {
             .sql
             .store_encoded_then(checkpoint, &enc, flush, |conn| {
                 file_written()?;
-                self.record_unflushed(conn, reserved.as_ref(), &[id.as_str()])
+                self.record_unflushed(conn, reserved.as_ref(), &[id.as_str()])?;
+                mark.map_or(Ok(()), |m| crate::journal_marks::record_in(conn, m))
             });
         drop(staging);
         let staged = match staged.into_inner() {
@@ -381,7 +394,7 @@ impl<F: Fs> CheckpointStore for HybridStore<F> {
         } else {
             FileBytes::Sealed(unsealed.seal())
         };
-        self.save_redacted(&redacted, bytes, true)
+        self.save_redacted(&redacted, bytes, true, None)
     }
 
     /// Redacts the checkpoint with the file store's rules (encoding it again if that changed
@@ -391,7 +404,7 @@ impl<F: Fs> CheckpointStore for HybridStore<F> {
         let (redacted, bytes) = self
             .files
             .redact_and_encode(checkpoint, Some(bytes), self)?;
-        self.save_redacted(&redacted, FileBytes::Sealed(bytes.into_owned()), true)
+        self.save_redacted(&redacted, FileBytes::Sealed(bytes.into_owned()), true, None)
     }
 
     fn load(&self, id: &CheckpointId) -> Result<Checkpoint> {

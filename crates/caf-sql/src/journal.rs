@@ -315,9 +315,9 @@ impl Slot {
     /// written) when the slot has no room for it.
     pub(crate) fn append(&mut self, payload: &[u8]) -> io::Result<Option<u64>> {
         if self.broken {
-            return Err(io::Error::other(
-                "the journal could not be emptied; it takes no record until it is",
-            ));
+            // Its emptying failed; what it held was on disk elsewhere then, and nothing was
+            // appended since.
+            self.empty()?;
         }
         let len = payload.len() as u64;
         if self.at + RECORD + len > SIZE {
@@ -354,9 +354,10 @@ impl Slot {
             .unwrap_or_default()
     }
 
-    /// Whether records were appended since the slot was last emptied.
+    /// Whether records were appended since the slot was last emptied (or its emptying
+    /// failed, so that the file may still state records).
     pub(crate) fn holds_records(&self) -> bool {
-        self.next > 0
+        self.next > 0 || self.broken
     }
 
     /// The slot's file.

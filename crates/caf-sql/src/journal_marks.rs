@@ -1,7 +1,7 @@
 //! How far a journaled store's writer has written its journal slot (the `journal_slots`
 //! table): after a crash, only the records after the mark are saved again.
 
-use crate::connection::TxMode;
+use crate::connection::{AnyConnection, TxMode};
 use crate::error::{Result, SqlError};
 use crate::statement::Stmt;
 use crate::SqlStore;
@@ -17,30 +17,38 @@ struct Mark {
     applied: i64,
 }
 
-impl SqlStore {
-    /// Records that the records of the journal slot `slot` numbered below `applied`, in its
-    /// generation `generation`, are written: rows committed, files in place. Not flushed: the
-    /// journal keeps them until the log is.
-    pub(crate) fn mark_journal(&self, slot: &str, generation: u64, applied: u64) -> Result<()> {
-        // The generation is stored as its bits (a BIGINT is signed).
-        let (generation, applied) = (generation as i64, applied as i64);
-        self.with_tx_unflushed(TxMode::Write, |conn, _| {
-            let backend = conn.backend();
-            let failed = || SqlError::query(backend, "recording how far the journal is written");
-            Stmt::new("DELETE FROM journal_slots WHERE slot = ?")
-                .text(slot)
-                .execute(conn)
-                .map_err(failed())?;
-            Stmt::new("INSERT INTO journal_slots (slot, generation, applied) VALUES (?, ?, ?)")
-                .text(slot)
-                .int(generation)
-                .int(applied)
-                .execute(conn)
-                .map_err(failed())?;
-            Ok(())
-        })
-    }
+/// Where a journaled save's record is: the slot's name in `journal_slots`, its generation, and
+/// the number after the record's (what the mark becomes once the save is written).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct JournalMark<'a> {
+    pub(crate) slot: &'a str,
+    pub(crate) generation: u64,
+    pub(crate) applied: u64,
+}
 
+/// Records, in the transaction of the save of the record before `mark.applied`, that the
+/// slot's records before it are written. Committed with the save's rows (its file is then put
+/// in place, or written again from the database by the next open, see [`crate::recover`]), so
+/// that no other store's later delete or save of the checkpoint can be undone from the journal.
+pub(crate) fn record_in(conn: &mut AnyConnection, mark: &JournalMark<'_>) -> Result<()> {
+    // The generation is stored as its bits (a BIGINT is signed).
+    let (generation, applied) = (mark.generation as i64, mark.applied as i64);
+    let backend = conn.backend();
+    let failed = || SqlError::query(backend, "recording how far the journal is written");
+    Stmt::new("DELETE FROM journal_slots WHERE slot = ?")
+        .text(mark.slot)
+        .execute(conn)
+        .map_err(failed())?;
+    Stmt::new("INSERT INTO journal_slots (slot, generation, applied) VALUES (?, ?, ?)")
+        .text(mark.slot)
+        .int(generation)
+        .int(applied)
+        .execute(conn)
+        .map_err(failed())?;
+    Ok(())
+}
+
+impl SqlStore {
     /// The mark of the journal slot `slot`: its generation, and the number of the first
     /// record not known to be written.
     pub(crate) fn journal_mark(&self, slot: &str) -> Result<Option<(u64, u64)>> {

@@ -1,6 +1,7 @@
 //! [`JournaledStore`]: a hybrid store whose saves are durable after one append to a journal.
 
 use crate::journal::{Held, Slot, Taken};
+use crate::journal_marks::JournalMark;
 use crate::stager::FileBytes;
 use crate::HybridStore;
 use caf_core::format::{Checkpoint, Limits, Unsealed};
@@ -189,6 +190,7 @@ impl JournaledStore {
         if let Some(w) = self.writer.take() {
             let _ = w.join();
         }
+        self.shared.hybrid.keep_unflushed_records();
         // Dropped without emptying its slot: the writer is gone.
     }
 
@@ -349,7 +351,7 @@ fn apply(
         if have.get(&checkpoint.id) == Some(&integrity) && in_file.as_ref() == Some(&integrity) {
             continue;
         }
-        hybrid.save_redacted(&checkpoint, FileBytes::Sealed(sealed), true)?;
+        hybrid.save_redacted(&checkpoint, FileBytes::Sealed(sealed), true, None)?;
         applied += 1;
     }
     Ok(applied)
@@ -360,7 +362,11 @@ fn write_queue(shared: &Shared) {
         let (checkpoint, unsealed, generation, number) = {
             let mut q = lock(&shared.queue);
             loop {
-                if let Some(job) = q.jobs.pop_front() {
+                if q.failed.is_some() {
+                    // Saves queued after one that failed wait in the journal for the next call
+                    // to write them, in order.
+                    q.jobs.clear();
+                } else if let Some(job) = q.jobs.pop_front() {
                     q.busy = true;
                     break job;
                 }
@@ -371,8 +377,14 @@ fn write_queue(shared: &Shared) {
             }
         };
         let hybrid = &shared.hybrid;
+        let mark = JournalMark {
+            slot: &shared.mark,
+            generation,
+            applied: number + 1,
+        };
         let written = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            hybrid.save_redacted(&checkpoint, FileBytes::Unsealed(unsealed), false)
+            let bytes = FileBytes::Unsealed(unsealed);
+            hybrid.save_redacted(&checkpoint, bytes, false, Some(&mark))
         }))
         .unwrap_or_else(|_| {
             Err(Error::Backend {
@@ -381,13 +393,6 @@ fn write_queue(shared: &Shared) {
                 source: None,
             })
         });
-        if written.is_ok() && lock(&shared.queue).jobs.is_empty() {
-            // Idle: every record so far is written. A mark that fails only means more to save
-            // again after a crash.
-            let _ = hybrid
-                .sql()
-                .mark_journal(&shared.mark, generation, number + 1);
-        }
         let mut q = lock(&shared.queue);
         q.busy = false;
         if let Err(e) = written {
@@ -456,7 +461,7 @@ impl CheckpointStore for JournaledStore {
                 Ok(summary)
             }
             // Larger than the journal: saved as the hybrid store saves (the writer is idle).
-            None => hybrid.save_redacted(&redacted, FileBytes::Unsealed(unsealed), true),
+            None => hybrid.save_redacted(&redacted, FileBytes::Unsealed(unsealed), true, None),
         }
     }
 
