@@ -34,17 +34,19 @@ pub(crate) fn record_in(conn: &mut AnyConnection, mark: &JournalMark<'_>) -> Res
     // The generation is stored as its bits (a BIGINT is signed).
     let (generation, applied) = (mark.generation as i64, mark.applied as i64);
     let backend = conn.backend();
-    let failed = || SqlError::query(backend, "recording how far the journal is written");
-    Stmt::new("DELETE FROM journal_slots WHERE slot = ?")
-        .text(mark.slot)
-        .execute(conn)
-        .map_err(failed())?;
-    Stmt::new("INSERT INTO journal_slots (slot, generation, applied) VALUES (?, ?, ?)")
-        .text(mark.slot)
-        .int(generation)
-        .int(applied)
-        .execute(conn)
-        .map_err(failed())?;
+    Stmt::new(
+        "INSERT INTO journal_slots (slot, generation, applied) VALUES (?, ?, ?) \
+         ON CONFLICT (slot) DO UPDATE \
+         SET generation = excluded.generation, applied = excluded.applied",
+    )
+    .text(mark.slot)
+    .int(generation)
+    .int(applied)
+    .execute(conn)
+    .map_err(SqlError::query(
+        backend,
+        "recording how far the journal is written",
+    ))?;
     Ok(())
 }
 
