@@ -105,17 +105,7 @@ impl SqlStore {
         id: &CheckpointId,
         expected: Option<&str>,
     ) -> Result<Option<DatabaseCopy>> {
-        let stored: Option<String> = {
-            let mut inner = self.lock();
-            let backend = inner.conn.backend();
-            checkpoints::table
-                .select(checkpoints::integrity)
-                .filter(checkpoints::id.eq(id.as_str()))
-                .first(&mut inner.conn)
-                .optional()
-                .map_err(SqlError::query(backend, format!("reading {id}")))?
-        };
-        let Some(stored) = stored else {
+        let Some(stored) = self.checksum_of(id)? else {
             return Ok(None);
         };
         if expected.is_some_and(|e| e != stored) {

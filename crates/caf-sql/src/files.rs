@@ -111,7 +111,13 @@ fn read(files: &FileStore, s: &CheckpointSummary) -> std::result::Result<Loaded,
 
 /// The integrity a file states, read without decoding it (`None` if it has none).
 fn stated_integrity(files: &FileStore, s: &CheckpointSummary) -> Option<String> {
-    let bytes = read_regular_file(&files.path_of(&s.id), Limits::default().max_bytes).ok()?;
+    checksum_in_file(&files.path_of(&s.id))
+}
+
+/// The integrity checksum the regular file at `path` states, read without decoding it: `None`
+/// when it cannot be read (missing, not a regular file, too large) or states none.
+pub(crate) fn checksum_in_file(path: &std::path::Path) -> Option<String> {
+    let bytes = read_regular_file(path, Limits::default().max_bytes).ok()?;
     Encoded::from_bytes(&bytes).and_then(Encoded::into_integrity)
 }
 

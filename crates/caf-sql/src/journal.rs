@@ -27,6 +27,11 @@ const RECORD_MAGIC: &[u8; 4] = b"cafr";
 /// A record's header: magic, length, generation, number, CRC-32, padding.
 const RECORD: u64 = 32;
 
+/// The journal of the store whose files are in `root`.
+pub(crate) fn dir(root: &Path) -> PathBuf {
+    root.join(".caf").join("journal")
+}
+
 /// A slot this store holds (its lock is released when it is dropped).
 #[derive(Debug)]
 pub(crate) struct Slot {
@@ -130,6 +135,18 @@ impl Slot {
         })
     }
 
+    /// The slot in `file`, before its header is read.
+    fn of(file: File, path: PathBuf) -> Self {
+        Self {
+            file,
+            path,
+            generation: 0,
+            next: 0,
+            at: HEADER,
+            broken: false,
+        }
+    }
+
     /// Whether a slot in `dir` that no live store holds has records (saves to apply); creates
     /// nothing.
     pub(crate) fn any_left(dir: &Path) -> bool {
@@ -147,14 +164,7 @@ impl Slot {
             if !is_slot || file.try_lock_shared().is_err() {
                 return false;
             }
-            let mut slot = Self {
-                file,
-                path: e.path(),
-                generation: 0,
-                next: 0,
-                at: HEADER,
-                broken: false,
-            };
+            let mut slot = Self::of(file, e.path());
             slot.generation_read().is_some() && slot.read_record().ok().flatten().is_some()
         })
     }
@@ -191,14 +201,7 @@ impl Slot {
             Err(std::fs::TryLockError::WouldBlock) => return Ok(None),
             Err(std::fs::TryLockError::Error(e)) => return Err(e),
         }
-        let mut slot = Self {
-            file,
-            path,
-            generation: 0,
-            next: 0,
-            at: HEADER,
-            broken: false,
-        };
+        let mut slot = Self::of(file, path);
         if slot.file.metadata()?.len() < SIZE {
             // New, or its maker stopped before it was written in full: nothing in it counts.
             if let Err(e) = slot.fill() {
@@ -253,13 +256,8 @@ impl Slot {
         Ok(())
     }
 
-    /// The records this slot holds, read again (after a failed write of one of them).
-    pub(crate) fn reread(&mut self) -> io::Result<Vec<Vec<u8>>> {
-        self.read()
-    }
-
     /// The records of the slot's generation, in order; the slot then appends after them.
-    fn read(&mut self) -> io::Result<Vec<Vec<u8>>> {
+    pub(crate) fn read(&mut self) -> io::Result<Vec<Vec<u8>>> {
         self.next = 0;
         self.at = HEADER;
         if self.generation_read().is_none() {

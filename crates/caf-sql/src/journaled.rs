@@ -210,7 +210,7 @@ impl JournaledStore {
         };
         let hybrid = &self.shared.hybrid;
         let again = slot
-            .reread()
+            .read()
             .map_err(|e| Error::io(slot.path(), e))
             .and_then(|records| {
                 let held = Held {
@@ -240,7 +240,7 @@ impl JournaledStore {
 }
 
 fn journal_dir(hybrid: &HybridStore) -> std::path::PathBuf {
-    hybrid.files().root().join(".caf").join("journal")
+    crate::journal::dir(hybrid.files().root())
 }
 
 /// The directory's store id, which names its slots in the database.
@@ -345,9 +345,7 @@ fn apply(
         if last.get(&checkpoint.id) != Some(&n) {
             continue;
         }
-        let in_file = std::fs::read(hybrid.files().path_of(&checkpoint.id))
-            .ok()
-            .and_then(|bytes| caf_core::store::stated_integrity(&bytes));
+        let in_file = crate::files::checksum_in_file(&hybrid.files().path_of(&checkpoint.id));
         if have.get(&checkpoint.id) == Some(&integrity) && in_file.as_ref() == Some(&integrity) {
             continue;
         }

@@ -396,10 +396,13 @@ impl Location {
         if let Some(rules) = rules {
             files.set_redaction(rules);
         }
+        // Saves journaled by a store that is gone, to apply before anything is read.
+        let journal_left = crate::journal::Slot::any_left(&crate::journal::dir(&self.dir));
         let url = match access {
             // Reading uses the files alone, unless a power loss may have left some of them
-            // missing or torn: the database then writes them again (see `HybridStore`).
-            Access::Read if self.unflushed_from_earlier_boot() || self.journal_left() => {
+            // missing or torn (the database then writes them again, see `HybridStore`), or a
+            // store that is gone left journaled saves.
+            Access::Read if journal_left || self.unflushed_from_earlier_boot() => {
                 self.db_url(false)
             }
             Access::Read => None,
@@ -411,7 +414,7 @@ impl Location {
                 let sql = self.database(access == Access::CreateWithDatabase)?;
                 let hybrid = HybridStore::new(files, sql)?;
                 if access == Access::Read {
-                    if !self.journal_left() {
+                    if !journal_left {
                         return Ok(Store::Files(hybrid.into_parts().0));
                     }
                     // Saves that a store which is gone journaled: applied, then the files read
@@ -437,12 +440,6 @@ impl Location {
             }
             None => Ok(Store::Files(files)),
         }
-    }
-
-    /// Whether a store that is gone left journaled saves in the directory (see
-    /// [`JournaledStore`]).
-    fn journal_left(&self) -> bool {
-        crate::journal::Slot::any_left(&self.dir.join(".caf").join("journal"))
     }
 
     /// Whether an earlier boot left files saved in the directory that were not yet flushed.

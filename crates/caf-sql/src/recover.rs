@@ -62,7 +62,7 @@ pub(crate) fn recover<F: Fs>(
         if !earlier && std::fs::symlink_metadata(&path).is_ok() {
             // A writer killed between its commit and its rename leaves the file it replaced:
             // a file that states the database's checksum is the one committed.
-            let stated = stated_in_head(&path);
+            let stated = crate::files::checksum_in_file(&path);
             if stated.is_some() && stated == sql.checksum_of(&id)? {
                 continue;
             }
@@ -102,20 +102,6 @@ pub(crate) fn recover<F: Fs>(
             .map_err(SqlError::query(sql.backend(), "forgetting checked files"))?;
     }
     Ok(out)
-}
-
-/// The checksum a checkpoint file states on its `integrity` line, read from its first 8 KiB
-/// (where caf writes it, after the few top-level members before it); `None` when it is not
-/// there or the file cannot be read.
-fn stated_in_head(path: &std::path::Path) -> Option<String> {
-    use std::io::Read;
-    let mut head = Vec::with_capacity(8192);
-    std::fs::File::open(path)
-        .ok()?
-        .take(8192)
-        .read_to_end(&mut head)
-        .ok()?;
-    caf_core::store::stated_integrity(&head)
 }
 
 /// The file of a checkpoint the database no longer holds, recorded in an earlier boot: its

@@ -170,19 +170,6 @@ impl SqlStore {
         mode: TxMode,
         f: impl FnOnce(&mut AnyConnection, &mut LineCache) -> Result<T>,
     ) -> Result<T> {
-        let value = self.with_tx_unflushed(mode, f)?;
-        if mode == TxMode::Write {
-            self.flush_commits()?;
-        }
-        Ok(value)
-    }
-
-    /// [`SqlStore::with_tx`] without the flush of a group commit's log after a write.
-    pub(crate) fn with_tx_unflushed<T>(
-        &self,
-        mode: TxMode,
-        f: impl FnOnce(&mut AnyConnection, &mut LineCache) -> Result<T>,
-    ) -> Result<T> {
         let mut inner = self.ready()?;
         let turn = match mode {
             TxMode::Write => self.group.as_ref().map(GroupCommit::turn),
@@ -196,6 +183,9 @@ impl SqlStore {
         let value = r.map_err(|e| e.located(|| self.location()))?;
         drop(turn);
         drop(inner);
+        if mode == TxMode::Write {
+            self.flush_commits()?;
+        }
         Ok(value)
     }
 

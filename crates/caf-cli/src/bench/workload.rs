@@ -79,7 +79,7 @@ pub(super) fn open_store(
     };
     Ok(match mode {
         Mode::Files => (Box::new(FileStore::open(dir.join("store"))?), None),
-        // As caf opens it to write: its saves journaled (`caf_sql::Location::open`).
+        // As an agent opens it: its saves journaled (`caf_sql::Location::open_journaled`).
         Mode::FilesSqlite => (
             Box::new(JournaledStore::open(HybridStore::new(
                 FileStore::open(dir.join("store"))?,
