@@ -12,7 +12,7 @@ use caf_tests::pg_base;
 use serde_json::Value;
 
 fn check_mode(report: &Value, mode: &str, processes: u64, saves: u64) {
-    let modes = report.as_array().unwrap();
+    let modes = report["caf"].as_array().unwrap();
     let f = modes
         .iter()
         .find(|f| f["mode"] == mode)
@@ -52,6 +52,12 @@ fn concurrent_writers_lose_nothing_in_every_mode() {
     for mode in ["files", "files+sqlite", "sqlite"] {
         check_mode(&report, mode, 4, 12);
     }
+    // The floor under the same load, measured in the same run.
+    let floor = &report["floor"];
+    assert_eq!(floor["processes"], 4, "{floor}");
+    assert_eq!(floor["saves_each"], 12, "{floor}");
+    assert!(floor["saves_per_s"].as_f64().unwrap() > 0.0, "{floor}");
+    assert!(report.get("peer").is_none(), "{report}");
     assert_eq!(
         std::fs::read_dir(&scratch).unwrap().count(),
         0,
@@ -70,6 +76,11 @@ fn concurrent_writers_lose_nothing_in_every_mode() {
         ])
         .ok();
     assert!(out.out().contains("SAVES/S"), "{}", out.describe());
+    assert!(
+        out.out().contains("floor: appends, one fdatasync each"),
+        "{}",
+        out.describe()
+    );
     assert!(
         out.err()
             .contains("measuring files: 2 writers x 3 saves into one store"),

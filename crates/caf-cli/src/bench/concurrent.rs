@@ -219,6 +219,48 @@ pub(super) fn work(
         .map_err(io)
 }
 
+/// The physical floor under the same load: `processes` writers each append one execution's
+/// checkpoints (as caf encodes them) to a preallocated file of its own, one `fdatasync` each, all
+/// at once (see [`super::floor::concurrent_appends`]). A durable save that writes its bytes once
+/// cannot be faster; the ratio of a mode's saves per second to this shows what is left.
+#[derive(Debug, Serialize)]
+pub(super) struct ConcurrentFloor {
+    pub(super) processes: u32,
+    pub(super) saves_each: u32,
+    pub(super) seconds: f64,
+    pub(super) saves_per_s: f64,
+}
+
+/// Measures [`ConcurrentFloor`] in a scratch directory under `scratch`.
+pub(super) fn measure_floor(
+    processes: u32,
+    saves: u32,
+    scratch: &Path,
+) -> Result<ConcurrentFloor, Failure> {
+    let maker = CheckpointManager::new(NullStore);
+    let mut state = RuntimeState::new(agent_name(0));
+    let mut checkpoints = Vec::new();
+    for s in 1..=saves as usize {
+        step(&mut state, s)?;
+        let c = maker.checkpoint(
+            &mut state,
+            CheckpointOptions::new(CheckpointReason::StepCompleted),
+        )?;
+        checkpoints.push(caf_core::format::encode(&c).map_err(sql_failure)?);
+    }
+    let dir = tempfile::Builder::new()
+        .prefix("floor-")
+        .tempdir_in(scratch)
+        .map_err(|e| Failure::msg(format!("{}: {e}", scratch.display())))?;
+    let seconds = super::floor::concurrent_appends(dir.path(), processes, &checkpoints)?;
+    Ok(ConcurrentFloor {
+        processes,
+        saves_each: saves,
+        seconds: (seconds * 1000.0).round() / 1000.0,
+        saves_per_s: (f64::from(processes * saves) / seconds.max(1e-9) * 10.0).round() / 10.0,
+    })
+}
+
 /// caf's saves per second over the peer's, per mode: above 1, caf saves more.
 #[derive(Debug, Serialize)]
 pub(super) struct ConcurrentRatio {
@@ -226,26 +268,40 @@ pub(super) struct ConcurrentRatio {
     saves_per_s: f64,
 }
 
-/// `caf bench --concurrent N --peer … --json`.
+/// `caf bench --concurrent N --json`: each mode's figures, the floor, and with `--peer` the
+/// peer's figures and the ratios.
 #[derive(Serialize)]
-pub(super) struct ConcurrentSideBySide<'a> {
+pub(super) struct ConcurrentReport<'a> {
     pub(super) caf: &'a [ConcurrentFigures],
-    pub(super) peer: &'a serde_json::Value,
+    pub(super) floor: &'a ConcurrentFloor,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) peer: Option<&'a serde_json::Value>,
     /// caf's saves per second over the peer's: above 1, caf saves more per second.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub(super) ratios: Vec<ConcurrentRatio>,
 }
 
-impl<'a> ConcurrentSideBySide<'a> {
-    pub(super) fn new(caf: &'a [ConcurrentFigures], peer: &'a serde_json::Value) -> Self {
-        let peer_rate = peer["saves_per_s"].as_f64().unwrap_or(0.0);
-        let ratios = caf
-            .iter()
-            .map(|f| ConcurrentRatio {
-                mode: f.mode,
-                saves_per_s: super::peer::ratio(f.saves_per_s, peer_rate),
-            })
-            .collect();
-        Self { caf, peer, ratios }
+impl<'a> ConcurrentReport<'a> {
+    pub(super) fn new(
+        caf: &'a [ConcurrentFigures],
+        floor: &'a ConcurrentFloor,
+        peer: Option<&'a serde_json::Value>,
+    ) -> Self {
+        let ratios = peer.map_or_else(Vec::new, |peer| {
+            let peer_rate = peer["saves_per_s"].as_f64().unwrap_or(0.0);
+            caf.iter()
+                .map(|f| ConcurrentRatio {
+                    mode: f.mode,
+                    saves_per_s: super::peer::ratio(f.saves_per_s, peer_rate),
+                })
+                .collect()
+        });
+        Self {
+            caf,
+            floor,
+            peer,
+            ratios,
+        }
     }
 }
 

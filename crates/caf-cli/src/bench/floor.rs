@@ -76,3 +76,40 @@ impl AppendFloor {
         Ok(us)
     }
 }
+
+/// The physical floor of `writers` agents saving at once: each appends every one of
+/// `checkpoints` (the bytes of one execution's saves, in order) to a preallocated file of its own,
+/// with one `fdatasync` per append, all starting together. Returns the seconds from the start
+/// until the last writer is done. Threads of this process: an append and its flush are system
+/// calls, so processes would add nothing but their start.
+pub(super) fn concurrent_appends(
+    dir: &std::path::Path,
+    writers: u32,
+    checkpoints: &[Vec<u8>],
+) -> Result<f64, Failure> {
+    let mut files = (0..writers)
+        .map(|w| AppendFloor::open(dir.join(format!("append-{w}.bin"))))
+        .collect::<Result<Vec<_>, _>>()?;
+    let start = std::sync::Barrier::new(files.len() + 1);
+    std::thread::scope(|scope| {
+        let running: Vec<_> = files
+            .iter_mut()
+            .map(|file| {
+                let start = &start;
+                scope.spawn(move || {
+                    start.wait();
+                    checkpoints
+                        .iter()
+                        .try_for_each(|bytes| file.append(bytes).map(drop))
+                })
+            })
+            .collect();
+        start.wait();
+        let t = Instant::now();
+        for r in running {
+            r.join()
+                .map_err(|_| Failure::msg("bench: a floor writer stopped short"))??;
+        }
+        Ok(t.elapsed().as_secs_f64())
+    })
+}

@@ -27,7 +27,7 @@ use crate::output::{self, Table};
 use crate::target::Target;
 use crate::{CmdResult, Failure};
 use anstyle::Style;
-use concurrent::{ConcurrentFigures, ConcurrentSideBySide};
+use concurrent::{ConcurrentFigures, ConcurrentFloor, ConcurrentReport};
 pub use peer::Peer;
 use peer::{print_side_by_side, PeerRun, SideBySide};
 use serde::Serialize;
@@ -338,6 +338,14 @@ fn run_concurrent(
             concurrent::measure(mode, processes, saves, scratch, pg)
         })?);
     }
+    if !json {
+        eprintln!(
+            "measuring the floor: {} x {} appended, one fdatasync each …",
+            output::count(processes, "writer"),
+            output::count(saves, "checkpoint")
+        );
+    }
+    let floor = concurrent::measure_floor(processes, saves, scratch)?;
     let peer = match peer {
         Some(p) => {
             if !json {
@@ -352,15 +360,19 @@ fn run_concurrent(
         }
         None => None,
     };
-    match (&peer, json) {
-        (Some(p), true) => output::print_json(&ConcurrentSideBySide::new(&all, p)),
-        (None, true) => output::print_json(&all),
-        (_, false) => print_concurrent(&all, peer.as_ref()),
+    if json {
+        output::print_json(&ConcurrentReport::new(&all, &floor, peer.as_ref()));
+    } else {
+        print_concurrent(&all, &floor, peer.as_ref());
     }
     Ok(())
 }
 
-fn print_concurrent(all: &[ConcurrentFigures], peer: Option<&serde_json::Value>) {
+fn print_concurrent(
+    all: &[ConcurrentFigures],
+    floor: &ConcurrentFloor,
+    peer: Option<&serde_json::Value>,
+) {
     let plain = Style::new();
     let mut table = Table::new(&[
         "STORE",
@@ -397,6 +409,15 @@ fn print_concurrent(all: &[ConcurrentFigures], peer: Option<&serde_json::Value>)
             (format!("{:.2}", n("seconds")), plain),
         ]);
     }
+    table.row(vec![
+        ("floor: appends, one fdatasync each".into(), plain),
+        (format!("{} x {}", floor.processes, floor.saves_each), plain),
+        (format!("{:.0}", floor.saves_per_s), plain),
+        ("-".into(), plain),
+        ("-".into(), plain),
+        ("-".into(), plain),
+        (format!("{:.2}", floor.seconds), plain),
+    ]);
     table.print();
     for f in all.iter().filter(|f| f.errors > 0 || f.workers_crashed > 0) {
         for (message, n) in &f.error_kinds {
@@ -419,10 +440,12 @@ fn print_concurrent(all: &[ConcurrentFigures], peer: Option<&serde_json::Value>)
         let peer_rate = p["saves_per_s"].as_f64().unwrap_or(0.0);
         crate::say!();
         let mut ratios = Table::new(&["CAF / LANGGRAPH", "SAVES PER SECOND"]);
-        for f in all {
-            let r = peer::ratio(f.saves_per_s, peer_rate);
+        let rows = all.iter().map(|f| (mode_name(f.mode), f.saves_per_s));
+        let floor_row = ("floor (no store)".to_string(), floor.saves_per_s);
+        for (name, rate) in rows.chain([floor_row]) {
+            let r = peer::ratio(rate, peer_rate);
             ratios.row(vec![
-                (mode_name(f.mode), plain),
+                (name, plain),
                 (
                     format!(
                         "{r:.2} (caf {})",
@@ -441,6 +464,7 @@ fn print_concurrent(all: &[ConcurrentFigures], peer: Option<&serde_json::Value>)
     crate::say!(
         "saves per second: the saves that returned, over the time from the word to go until the \
          last process reported; lost: saves that returned but are not in the store afterwards; \
-         a failed save is not retried."
+         a failed save is not retried; floor: each writer appends the same checkpoints' bytes to \
+         a preallocated file of its own and flushes each, with nothing else done."
     );
 }
