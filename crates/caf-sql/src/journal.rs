@@ -12,14 +12,16 @@
 //! one that is missing, torn or of an older generation: exactly the saves appended since the
 //! slot was last emptied, an append cut off by a power loss excepted.
 
-use caf_core::store::{Fs, RealFs};
-use std::fs::{File, OpenOptions};
-use std::io::{self, Read, Seek, SeekFrom, Write};
+use caf_core::store::{write_all, Fs};
+use std::fs::File;
+use std::io::{self, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
-/// How many bytes a slot holds (header included). A save whose record does not fit in an
-/// emptied slot is saved without the journal.
-pub(crate) const SIZE: u64 = 16 << 20;
+/// How many bytes a slot holds by default (header included). A save whose record does not fit
+/// in an emptied slot is saved without the journal.
+pub const DEFAULT_SLOT_BYTES: u64 = 16 << 20;
+/// The least a slot holds: its header and a record.
+pub(crate) const MIN_SLOT_BYTES: u64 = 2 * HEADER;
 /// Where records start.
 const HEADER: u64 = 4096;
 const MAGIC: &[u8; 8] = b"cafjrnl1";
@@ -32,11 +34,15 @@ pub(crate) fn dir(root: &Path) -> PathBuf {
     root.join(".caf").join("journal")
 }
 
-/// A slot this store holds (its lock is released when it is dropped).
+/// A slot this store holds (its lock is released when it is dropped). Its writes, flushes and
+/// the making of its file go through `F` (reading it changes nothing on disk).
 #[derive(Debug)]
-pub(crate) struct Slot {
+pub(crate) struct Slot<F: Fs> {
+    fs: F,
     file: File,
     path: PathBuf,
+    /// Its size: records end before it.
+    size: u64,
     generation: u64,
     /// The number of the next record.
     next: u64,
@@ -48,12 +54,12 @@ pub(crate) struct Slot {
 }
 
 /// The slots a store took when it opened.
-pub(crate) struct Taken {
+pub(crate) struct Taken<F: Fs> {
     /// The slot its saves go to (when one was to be made).
-    pub(crate) ours: Option<Slot>,
+    pub(crate) ours: Option<Slot<F>>,
     /// The slots of stores that are gone (other than `ours`), to be emptied once their
     /// records are applied.
-    pub(crate) others: Vec<Slot>,
+    pub(crate) others: Vec<Slot<F>>,
     /// The records every taken slot held (`ours` included), slot by slot, in order.
     pub(crate) records: Vec<Held>,
 }
@@ -68,19 +74,20 @@ pub(crate) struct Held {
     pub(crate) records: Vec<(u64, Vec<u8>)>,
 }
 
-impl Slot {
+impl<F: Fs> Slot<F> {
     /// Locks every slot in `dir` that no live store holds, reading their records; the first
-    /// one becomes this store's, or a new slot is made when every slot is held.
-    pub(crate) fn take_all(dir: &Path) -> io::Result<Taken> {
-        std::fs::create_dir_all(dir)?;
-        Self::take_left(dir, true)
+    /// one becomes this store's, or a new slot of `size` bytes is made when every slot is held.
+    /// A slot smaller than `size` is written out to it.
+    pub(crate) fn take_all(fs: &F, dir: &Path, size: u64) -> io::Result<Taken<F>> {
+        fs.create_dir_all(dir)?;
+        Self::take_left(fs, dir, Some(size))
     }
 
     /// Locks every slot in `dir` that no live store holds, reading their records (none when
-    /// there is no journal). With `make`, the first becomes `ours` (a new one when every slot
-    /// is held); otherwise all are `others`.
-    pub(crate) fn take_left(dir: &Path, make: bool) -> io::Result<Taken> {
-        if !make && !dir.is_dir() {
+    /// there is no journal). With `make` (a size), the first becomes `ours` (a new one when
+    /// every slot is held); otherwise all are `others`.
+    pub(crate) fn take_left(fs: &F, dir: &Path, make: Option<u64>) -> io::Result<Taken<F>> {
+        if make.is_none() && !dir.is_dir() {
             return Ok(Taken {
                 ours: None,
                 others: Vec::new(),
@@ -98,10 +105,10 @@ impl Slot {
             })
             .collect();
         numbers.sort_unstable();
-        let mut taken: Vec<Slot> = Vec::new();
+        let mut taken: Vec<Self> = Vec::new();
         let mut records = Vec::new();
         for n in &numbers {
-            if let Some(mut slot) = Self::lock(dir, *n, false)? {
+            if let Some(mut slot) = Self::lock(fs, dir, *n, false, make)? {
                 let held = slot.read()?;
                 if !held.is_empty() {
                     records.push(Held {
@@ -117,17 +124,17 @@ impl Slot {
                 taken.push(slot);
             }
         }
-        if make && taken.is_empty() {
+        if make.is_some() && taken.is_empty() {
             let mut n = numbers.last().map_or(0, |n| n + 1);
             loop {
-                if let Some(slot) = Self::lock(dir, n, true)? {
+                if let Some(slot) = Self::lock(fs, dir, n, true, make)? {
                     taken.push(slot);
                     break;
                 }
                 n += 1;
             }
         }
-        let ours = make.then(|| taken.remove(0));
+        let ours = make.map(|_| taken.remove(0));
         Ok(Taken {
             ours,
             others: taken,
@@ -135,11 +142,13 @@ impl Slot {
         })
     }
 
-    /// The slot in `file`, before its header is read.
-    fn of(file: File, path: PathBuf) -> Self {
+    /// The slot in `file`, of `size` bytes, before its header is read.
+    fn of(fs: &F, file: File, path: PathBuf, size: u64) -> Self {
         Self {
+            fs: fs.clone(),
             file,
             path,
+            size,
             generation: 0,
             next: 0,
             at: HEADER,
@@ -149,7 +158,7 @@ impl Slot {
 
     /// Whether a slot in `dir` that no live store holds has records (saves to apply); creates
     /// nothing.
-    pub(crate) fn any_left(dir: &Path) -> bool {
+    pub(crate) fn any_left(fs: &F, dir: &Path) -> bool {
         let Ok(entries) = std::fs::read_dir(dir) else {
             return false;
         };
@@ -164,7 +173,8 @@ impl Slot {
             if !is_slot || file.try_lock_shared().is_err() {
                 return false;
             }
-            let mut slot = Self::of(file, e.path());
+            let len = file.metadata().map_or(0, |m| m.len());
+            let mut slot = Self::of(fs, file, e.path(), len);
             slot.generation_read().is_some() && slot.read_record().ok().flatten().is_some()
         })
     }
@@ -183,15 +193,18 @@ impl Slot {
     }
 
     /// Slot `n` of `dir`, locked, or `None` when another store holds it (or, with `create`,
-    /// when another store made it first).
-    fn lock(dir: &Path, n: u64, create: bool) -> io::Result<Option<Self>> {
+    /// when another store made it first). With `fill_to`, a slot that was never written in full
+    /// (new, or its maker stopped before its header: nothing in it counts) is written with zeros
+    /// to that size and flushed; a whole slot keeps its size.
+    fn lock(
+        fs: &F,
+        dir: &Path,
+        n: u64,
+        create: bool,
+        fill_to: Option<u64>,
+    ) -> io::Result<Option<Self>> {
         let path = dir.join(format!("slot-{n}"));
-        let mut options = OpenOptions::new();
-        options.read(true).write(true);
-        if create {
-            options.create_new(true);
-        }
-        let file = match options.open(&path) {
+        let file = match fs.open_in_place(&path, create) {
             Ok(f) => f,
             Err(e) if create && e.kind() == io::ErrorKind::AlreadyExists => return Ok(None),
             Err(e) => return Err(e),
@@ -201,34 +214,37 @@ impl Slot {
             Err(std::fs::TryLockError::WouldBlock) => return Ok(None),
             Err(std::fs::TryLockError::Error(e)) => return Err(e),
         }
-        let mut slot = Self::of(file, path);
-        if slot.file.metadata()?.len() < SIZE {
-            // New, or its maker stopped before it was written in full: nothing in it counts.
-            if let Err(e) = slot.fill() {
+        let len = file.metadata()?.len();
+        let mut slot = Self::of(fs, file, path, len);
+        let whole = len >= MIN_SLOT_BYTES && slot.generation_read().is_some();
+        if let Some(size) = fill_to.filter(|_| !whole) {
+            if let Err(e) = slot.fill(size.max(MIN_SLOT_BYTES)) {
                 // No room for it (a full disk): it takes none.
-                let _ = std::fs::remove_file(&slot.path);
+                let _ = fs.remove_file(&slot.path);
                 return Err(e);
             }
-            RealFs.sync_dir(dir)?;
+            fs.sync_dir(dir)?;
             if let Some(parent) = dir.parent() {
-                RealFs.sync_dir(parent)?;
+                fs.sync_dir(parent)?;
             }
         }
         Ok(Some(slot))
     }
 
-    /// Writes the slot in full with zeros and an empty generation, and flushes it.
-    fn fill(&mut self) -> io::Result<()> {
+    /// Writes the slot in full with zeros, `size` bytes, and an empty generation, and flushes
+    /// it.
+    fn fill(&mut self, size: u64) -> io::Result<()> {
         let zeros = vec![0u8; 1 << 20];
         self.file.seek(SeekFrom::Start(0))?;
         let mut written = 0;
-        while written < SIZE {
-            let n = (SIZE - written).min(zeros.len() as u64) as usize;
-            self.file.write_all(&zeros[..n])?;
+        while written < size {
+            let n = (size - written).min(zeros.len() as u64) as usize;
+            write_all(&self.fs, &self.file, &self.path, &zeros[..n])?;
             written += n as u64;
         }
+        self.size = size;
         self.empty_header()?;
-        self.file.sync_all()
+        self.fs.sync_data(&self.file, &self.path)
     }
 
     /// Draws a new generation and writes it in the header (not flushed).
@@ -240,7 +256,7 @@ impl Slot {
         let crc = crc32fast::hash(&header[..16]);
         header[16..].copy_from_slice(&crc.to_le_bytes());
         self.file.seek(SeekFrom::Start(0))?;
-        self.file.write_all(&header)?;
+        write_all(&self.fs, &self.file, &self.path, &header)?;
         self.next = 0;
         self.at = HEADER;
         Ok(())
@@ -251,7 +267,7 @@ impl Slot {
     pub(crate) fn empty(&mut self) -> io::Result<()> {
         self.broken = true;
         self.empty_header()?;
-        self.file.sync_data()?;
+        self.fs.sync_data(&self.file, &self.path)?;
         self.broken = false;
         Ok(())
     }
@@ -274,7 +290,7 @@ impl Slot {
 
     /// The record at the end of those read so far, if it is whole and the next one.
     fn read_record(&mut self) -> io::Result<Option<Vec<u8>>> {
-        if self.at + RECORD > SIZE {
+        if self.at + RECORD > self.size {
             return Ok(None);
         }
         let mut head = [0u8; RECORD as usize];
@@ -288,7 +304,7 @@ impl Slot {
         if &head[..4] != RECORD_MAGIC
             || word(8) != self.generation
             || word(16) != self.next
-            || self.at + RECORD + len > SIZE
+            || self.at + RECORD + len > self.size
         {
             return Ok(None);
         }
@@ -318,7 +334,7 @@ impl Slot {
             self.empty()?;
         }
         let len = payload.len() as u64;
-        if self.at + RECORD + len > SIZE {
+        if self.at + RECORD + len > self.size {
             return Ok(None);
         }
         let mut head = [0u8; RECORD as usize];
@@ -331,9 +347,9 @@ impl Slot {
         hasher.update(payload);
         head[24..28].copy_from_slice(&hasher.finalize().to_le_bytes());
         self.file.seek(SeekFrom::Start(self.at))?;
-        self.file.write_all(&head)?;
-        self.file.write_all(payload)?;
-        self.file.sync_data()?;
+        write_all(&self.fs, &self.file, &self.path, &head)?;
+        write_all(&self.fs, &self.file, &self.path, payload)?;
+        self.fs.sync_data(&self.file, &self.path)?;
         let number = self.next;
         self.advance(len);
         Ok(Some(number))
@@ -367,13 +383,21 @@ impl Slot {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use caf_core::store::RealFs;
+    use std::fs::OpenOptions;
+    use std::io::Write;
+
+    /// The slots of `dir`, as a store opening with slots of the default size takes them.
+    fn take(dir: &Path) -> Taken<RealFs> {
+        Slot::take_all(&RealFs, dir, DEFAULT_SLOT_BYTES).unwrap()
+    }
 
     fn record(n: u8) -> Vec<u8> {
         vec![n; 1000 + usize::from(n)]
     }
 
     /// Every record taken, in order.
-    fn records(t: &Taken) -> Vec<Vec<u8>> {
+    fn records(t: &Taken<RealFs>) -> Vec<Vec<u8>> {
         t.records
             .iter()
             .flat_map(|h| h.records.iter().map(|(_, r)| r.clone()))
@@ -384,7 +408,7 @@ mod tests {
     fn records_come_back_in_order_until_the_slot_is_emptied() {
         let dir = tempfile::tempdir().unwrap();
         {
-            let mut t = Slot::take_all(dir.path()).unwrap();
+            let mut t = take(dir.path());
             assert!(t.records.is_empty() && t.others.is_empty());
             for n in 0..3 {
                 assert!(t
@@ -396,7 +420,7 @@ mod tests {
                     .is_some());
             }
         }
-        let mut t = Slot::take_all(dir.path()).unwrap();
+        let mut t = take(dir.path());
         assert_eq!(records(&t), vec![record(0), record(1), record(2)]);
         // Appends go after the records read back, which still count.
         assert_eq!(
@@ -404,7 +428,7 @@ mod tests {
             Some(3)
         );
         drop(t);
-        let mut t = Slot::take_all(dir.path()).unwrap();
+        let mut t = take(dir.path());
         assert_eq!(records(&t).len(), 4);
         t.ours.as_mut().unwrap().empty().unwrap();
         assert_eq!(
@@ -413,7 +437,7 @@ mod tests {
         );
         drop(t);
         // After emptying, the old records (further on in the file) no longer count.
-        let t = Slot::take_all(dir.path()).unwrap();
+        let t = take(dir.path());
         assert_eq!(records(&t), vec![record(9)]);
     }
 
@@ -421,7 +445,7 @@ mod tests {
     fn a_torn_record_ends_the_slot() {
         let dir = tempfile::tempdir().unwrap();
         let path = {
-            let mut t = Slot::take_all(dir.path()).unwrap();
+            let mut t = take(dir.path());
             for n in 0..3 {
                 t.ours.as_mut().unwrap().append(&record(n)).unwrap();
             }
@@ -433,16 +457,16 @@ mod tests {
         f.seek(SeekFrom::Start(second)).unwrap();
         f.write_all(&[0u8; 8]).unwrap();
         drop(f);
-        let t = Slot::take_all(dir.path()).unwrap();
+        let t = take(dir.path());
         assert_eq!(records(&t), vec![record(0)]);
     }
 
     #[test]
     fn a_held_slot_is_not_taken_and_a_full_one_refuses() {
         let dir = tempfile::tempdir().unwrap();
-        let mut first = Slot::take_all(dir.path()).unwrap();
+        let mut first = take(dir.path());
         first.ours.as_mut().unwrap().append(&record(1)).unwrap();
-        let second = Slot::take_all(dir.path()).unwrap();
+        let second = take(dir.path());
         assert_ne!(
             first.ours.as_ref().unwrap().path(),
             second.ours.as_ref().unwrap().path()
@@ -451,7 +475,7 @@ mod tests {
             second.records.is_empty(),
             "a live store's records are its own"
         );
-        let big = vec![7u8; (SIZE - HEADER - RECORD) as usize];
+        let big = vec![7u8; (DEFAULT_SLOT_BYTES - HEADER - RECORD) as usize];
         let mut ours = second.ours.unwrap();
         assert!(
             ours.append(&big).unwrap().is_some(),
@@ -463,13 +487,44 @@ mod tests {
         );
         drop((first, ours));
         // Both gone: the next store takes both, with their records.
-        let t = Slot::take_all(dir.path()).unwrap();
+        let t = take(dir.path());
         assert_eq!(t.others.len(), 1);
         assert!(records(&t).contains(&record(1)));
         drop(t);
         // Without making one, every slot left is taken, none is ours.
-        let left = Slot::take_left(dir.path(), false).unwrap();
+        let left = Slot::take_left(&RealFs, dir.path(), None).unwrap();
         assert!(left.ours.is_none());
         assert_eq!(left.others.len(), 2);
+    }
+
+    #[test]
+    fn a_smaller_slot_keeps_its_size_and_records_and_a_torn_one_is_made_again() {
+        let dir = tempfile::tempdir().unwrap();
+        // Room for three records of ~1 KB after the header.
+        let small = MIN_SLOT_BYTES;
+        let path = {
+            let mut t = Slot::take_all(&RealFs, dir.path(), small).unwrap();
+            let ours = t.ours.as_mut().unwrap();
+            assert_eq!(std::fs::metadata(ours.path()).unwrap().len(), small);
+            for n in 1..=3 {
+                assert!(ours.append(&record(n)).unwrap().is_some());
+            }
+            assert!(
+                ours.append(&record(4)).unwrap().is_none(),
+                "the slot is full at its own size"
+            );
+            ours.path().to_path_buf()
+        };
+        // A store that wants larger slots reads the records first, and keeps the slot's size.
+        let t = take(dir.path());
+        assert_eq!(records(&t), vec![record(1), record(2), record(3)]);
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), small);
+        drop(t);
+        // A slot whose maker stopped before its header (zeros, cut short) counts for nothing,
+        // and is written out again to the size wanted.
+        std::fs::write(&path, vec![0u8; 5000]).unwrap();
+        let t = take(dir.path());
+        assert!(t.records.is_empty());
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), DEFAULT_SLOT_BYTES);
     }
 }

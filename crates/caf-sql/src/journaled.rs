@@ -1,11 +1,12 @@
 //! [`JournaledStore`]: a hybrid store whose saves are durable after one append to a journal.
 
-use crate::journal::{Held, Slot, Taken};
+use crate::journal::{Held, Slot, Taken, DEFAULT_SLOT_BYTES, MIN_SLOT_BYTES};
 use crate::journal_marks::JournalMark;
 use crate::stager::FileBytes;
 use crate::HybridStore;
 use caf_core::format::{Checkpoint, Limits, Unsealed};
 use caf_core::prune::Tombstone;
+use caf_core::store::{Fs, RealFs};
 use caf_core::{
     CheckpointId, CheckpointStore, CheckpointSummary, DamagedCheckpoint, Error, ExecutionId,
     ListFilter, LoadSource, Result,
@@ -28,13 +29,13 @@ struct Queue {
     stop: bool,
 }
 
-struct Shared {
-    hybrid: HybridStore,
+struct Shared<F: Fs> {
+    hybrid: HybridStore<F>,
     /// The slot's name in the database's `journal_slots` (the store's id and the file's name).
     mark: String,
     /// The store's journal slot; held while a save is appended and queued, so that the queue
     /// keeps the journal's order.
-    slot: Mutex<Slot>,
+    slot: Mutex<Slot<F>>,
     queue: Mutex<Queue>,
     /// Wakes the writer (a job, or stop).
     work: Condvar,
@@ -54,7 +55,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 ///   applies every journaled save the database lacks (its file written again, byte for byte),
 ///   then empties the journal. A record cut off by the power loss was not acknowledged.
 /// - **The journal is emptied** once what it holds is on disk elsewhere: when it is full (16
-///   MiB), before a delete (so that a deleted checkpoint cannot come back from it), and when
+///   MiB by default, see [`JournalOptions`]), before a delete (so that a deleted checkpoint cannot come back from it), and when
 ///   the store is dropped. Emptying waits for the writer and flushes the database's log first.
 /// - **Reads see every save made before them**: load, list and the rest first wait until the
 ///   writer has written what was queued. Other processes see a save once the writer has
@@ -65,13 +66,13 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 /// - Each store holds one slot (a file, locked) of the journal, so that processes sharing a
 ///   directory never share one; the slots of stores that are gone are applied and emptied by
 ///   the next store opened on the directory.
-pub struct JournaledStore {
-    shared: Arc<Shared>,
+pub struct JournaledStore<F: Fs = RealFs> {
+    shared: Arc<Shared<F>>,
     writer: Option<JoinHandle<()>>,
     replayed: usize,
 }
 
-impl std::fmt::Debug for JournaledStore {
+impl<F: Fs> std::fmt::Debug for JournaledStore<F> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let q = lock(&self.shared.queue);
         f.debug_struct("JournaledStore")
@@ -81,19 +82,50 @@ impl std::fmt::Debug for JournaledStore {
     }
 }
 
-impl JournaledStore {
+/// How a [`JournaledStore`] journals.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct JournalOptions {
+    /// The size of the store's journal slot, in bytes, written in full when it is made (16 MiB
+    /// by default; 8 KiB at least). A slot made earlier keeps its own size. A save larger than
+    /// an empty slot is saved as the hybrid store saves, with its own flushes.
+    pub slot_bytes: u64,
+}
+
+impl Default for JournalOptions {
+    fn default() -> Self {
+        Self {
+            slot_bytes: DEFAULT_SLOT_BYTES,
+        }
+    }
+}
+
+impl<F: Fs> JournaledStore<F> {
     /// Journals the saves of `hybrid`. First applies what the journal slots of stores that are
     /// gone hold (saves acknowledged before a crash), and empties them.
-    pub fn open(hybrid: HybridStore) -> Result<Self> {
-        Self::open_or_back(hybrid)?.map_err(|(_, e)| e)
+    pub fn open(hybrid: HybridStore<F>) -> Result<Self> {
+        Self::open_with(hybrid, JournalOptions::default())
+    }
+
+    /// [`JournaledStore::open`] with `options`.
+    pub fn open_with(hybrid: HybridStore<F>, options: JournalOptions) -> Result<Self> {
+        Self::open_or_back_with(hybrid, options)?.map_err(|(_, e)| e)
     }
 
     /// [`JournaledStore::open`], or the hybrid store back, with the reason, when its journal
     /// cannot be made (no space for it, a read-only directory).
     #[allow(clippy::type_complexity)]
     pub fn open_or_back(
-        hybrid: HybridStore,
-    ) -> Result<std::result::Result<Self, (HybridStore, Error)>> {
+        hybrid: HybridStore<F>,
+    ) -> Result<std::result::Result<Self, (HybridStore<F>, Error)>> {
+        Self::open_or_back_with(hybrid, JournalOptions::default())
+    }
+
+    /// [`JournaledStore::open_or_back`] with `options`.
+    #[allow(clippy::type_complexity)]
+    pub fn open_or_back_with(
+        hybrid: HybridStore<F>,
+        options: JournalOptions,
+    ) -> Result<std::result::Result<Self, (HybridStore<F>, Error)>> {
         let dir = journal_dir(&hybrid);
         if !hybrid.sql().flushes_after_commit() {
             // Emptying the journal would not put its saves on disk.
@@ -104,7 +136,8 @@ impl JournaledStore {
             Ok(id) => id,
             Err(e) => return Ok(Err((hybrid, e))),
         };
-        let (ours, mut others, records) = match Slot::take_all(&dir) {
+        let size = options.slot_bytes.max(MIN_SLOT_BYTES);
+        let (ours, mut others, records) = match Slot::take_all(hybrid.files().fs(), &dir, size) {
             Ok(Taken {
                 ours: Some(ours),
                 others,
@@ -159,13 +192,13 @@ impl JournaledStore {
     }
 
     /// The hybrid store (reading it directly does not wait for the writer).
-    pub fn hybrid(&self) -> &HybridStore {
+    pub fn hybrid(&self) -> &HybridStore<F> {
         &self.shared.hybrid
     }
 
     /// The hybrid store, once the writer has written every save made so far (a failed write
     /// is left for the next call to report).
-    pub fn settled_hybrid(&self) -> &HybridStore {
+    pub fn settled_hybrid(&self) -> &HybridStore<F> {
         drop(idle(&self.shared));
         &self.shared.hybrid
     }
@@ -196,7 +229,7 @@ impl JournaledStore {
 
     /// Waits until the writer is idle; then, if it failed, writes the journal's saves again
     /// on this thread (the error, if that fails too).
-    fn settled(&self) -> Result<&HybridStore> {
+    fn settled(&self) -> Result<&HybridStore<F>> {
         self.catch_up(&mut lock(&self.shared.slot))?;
         Ok(&self.shared.hybrid)
     }
@@ -204,7 +237,7 @@ impl JournaledStore {
     /// Waits for the writer; if it failed, saves what the journal holds the database lacks
     /// through the hybrid store's flushed save, and empties the journal. On failure, the
     /// next call tries again.
-    fn catch_up(&self, slot: &mut Slot) -> Result<()> {
+    fn catch_up(&self, slot: &mut Slot<F>) -> Result<()> {
         let Some(failed) = idle(&self.shared).failed.take() else {
             return Ok(());
         };
@@ -229,7 +262,7 @@ impl JournaledStore {
 
     /// Waits for the writer, then empties the journal (before a delete: a deleted checkpoint
     /// must not come back from it).
-    fn emptied(&self) -> Result<&HybridStore> {
+    fn emptied(&self) -> Result<&HybridStore<F>> {
         let mut slot = lock(&self.shared.slot);
         self.catch_up(&mut slot)?;
         if slot.holds_records() {
@@ -239,25 +272,25 @@ impl JournaledStore {
     }
 }
 
-fn journal_dir(hybrid: &HybridStore) -> std::path::PathBuf {
+fn journal_dir<F: Fs>(hybrid: &HybridStore<F>) -> std::path::PathBuf {
     crate::journal::dir(hybrid.files().root())
 }
 
 /// The directory's store id, which names its slots in the database.
-fn store_id(hybrid: &HybridStore) -> Result<String> {
+fn store_id<F: Fs>(hybrid: &HybridStore<F>) -> Result<String> {
     let meta = hybrid.files().root().join(".caf");
     crate::unflushed::store_id(hybrid.files().fs(), &meta)
 }
 
 /// Applies and empties the journal slots of stores that are gone, for a store opened without
 /// a journal of its own: how many saves it applied.
-pub(crate) fn apply_left(hybrid: &HybridStore) -> Result<usize> {
+pub(crate) fn apply_left<F: Fs>(hybrid: &HybridStore<F>) -> Result<usize> {
     let dir = journal_dir(hybrid);
     let Taken {
         mut others,
         records,
         ..
-    } = Slot::take_left(&dir, false).map_err(|e| Error::io(&dir, e))?;
+    } = Slot::take_left(hybrid.files().fs(), &dir, None).map_err(|e| Error::io(&dir, e))?;
     if records.is_empty() {
         return Ok(0);
     }
@@ -270,7 +303,7 @@ pub(crate) fn apply_left(hybrid: &HybridStore) -> Result<usize> {
 }
 
 /// Waits until the queue is empty and the writer idle.
-fn idle(shared: &Shared) -> MutexGuard<'_, Queue> {
+fn idle<F: Fs>(shared: &Shared<F>) -> MutexGuard<'_, Queue> {
     let mut q = lock(&shared.queue);
     while !q.jobs.is_empty() || q.busy {
         q = shared.done.wait(q).unwrap_or_else(|p| p.into_inner());
@@ -280,7 +313,7 @@ fn idle(shared: &Shared) -> MutexGuard<'_, Queue> {
 
 /// Empties `slot` once what it holds is on disk elsewhere: the writer idle, the database's log
 /// flushed.
-fn empty(shared: &Shared, slot: &mut Slot) -> Result<()> {
+fn empty<F: Fs>(shared: &Shared<F>, slot: &mut Slot<F>) -> Result<()> {
     if let Some(failed) = &idle(shared).failed {
         // A save the writer could not write: only the journal holds it.
         return Err(Error::Backend {
@@ -297,8 +330,8 @@ fn empty(shared: &Shared, slot: &mut Slot) -> Result<()> {
 /// [`SqlStore::mark_journal`](crate::SqlStore)): the last record of each checkpoint, unless the
 /// database and the checkpoint's file both hold exactly it, through the hybrid store's flushed
 /// save. How many it saved.
-fn apply(
-    hybrid: &HybridStore,
+fn apply<F: Fs>(
+    hybrid: &HybridStore<F>,
     held: Vec<Held>,
     store_id: &str,
     journal: &std::path::Path,
@@ -355,7 +388,7 @@ fn apply(
     Ok(applied)
 }
 
-fn write_queue(shared: &Shared) {
+fn write_queue<F: Fs>(shared: &Shared<F>) {
     loop {
         let (checkpoint, unsealed, generation, number) = {
             let mut q = lock(&shared.queue);
@@ -404,7 +437,7 @@ fn write_queue(shared: &Shared) {
     }
 }
 
-impl Drop for JournaledStore {
+impl<F: Fs> Drop for JournaledStore<F> {
     fn drop(&mut self) {
         lock(&self.shared.queue).stop = true;
         self.shared.work.notify_all();
@@ -428,7 +461,7 @@ impl Drop for JournaledStore {
     }
 }
 
-impl CheckpointStore for JournaledStore {
+impl<F: Fs> CheckpointStore for JournaledStore<F> {
     fn save(&self, checkpoint: &Checkpoint) -> Result<CheckpointSummary> {
         let hybrid = &self.shared.hybrid;
         let (redacted, unsealed) = hybrid

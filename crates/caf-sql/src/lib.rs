@@ -203,7 +203,7 @@ pub use copies::{DatabaseCopy, Disagreement};
 pub use error::{Result, SqlError};
 pub use files::{FileProblem, ReindexReport, SyncReport};
 pub use hybrid::{HybridOptions, HybridStore};
-pub use journaled::JournaledStore;
+pub use journaled::{JournalOptions, JournaledStore};
 #[cfg(feature = "test-support")]
 pub use measure::TableCounts;
 pub use open::{Access, DeleteError, Location, OpenError, Store};

@@ -13,7 +13,7 @@
 use crate::{HybridStore, JournaledStore, SqlError, SqlStore};
 use caf_core::config::Config;
 use caf_core::redact::RedactionRules;
-use caf_core::store::{AsyncStore, SaveMode};
+use caf_core::store::{AsyncStore, RealFs, SaveMode};
 use caf_core::{Checkpoint, CheckpointId, CheckpointStore, FileStore};
 use std::path::{Path, PathBuf};
 
@@ -397,7 +397,7 @@ impl Location {
             files.set_redaction(rules);
         }
         // Saves journaled by a store that is gone, to apply before anything is read.
-        let journal_left = crate::journal::Slot::any_left(&crate::journal::dir(&self.dir));
+        let journal_left = crate::journal::Slot::any_left(&RealFs, &crate::journal::dir(&self.dir));
         let url = match access {
             // Reading uses the files alone, unless a power loss may have left some of them
             // missing or torn (the database then writes them again, see `HybridStore`), or a

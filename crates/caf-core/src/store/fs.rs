@@ -64,6 +64,10 @@ pub trait Fs: sealed::Sealed + Clone + Send + Sync + std::fmt::Debug + 'static {
     fn open_append(&self, path: &Path) -> io::Result<File>;
     /// Opens a file for reading.
     fn open_read(&self, path: &Path) -> io::Result<File>;
+    /// Opens a file to read it and write it in place, at any offset (a journal slot), never
+    /// through a symbolic link; with `create`, a new one (`rw-r--r--`), failing if `path`
+    /// exists.
+    fn open_in_place(&self, path: &Path, create: bool) -> io::Result<File>;
     /// Writes some of `buf` at the file's position (as `write(2)`: may write less).
     fn write(&self, file: &File, path: &Path, buf: &[u8]) -> io::Result<usize>;
     /// Reads into `buf` from the file's position (as `read(2)`; 0 at the end).
@@ -126,6 +130,22 @@ impl Fs for RealFs {
     #[inline]
     fn open_read(&self, path: &Path) -> io::Result<File> {
         File::open(path)
+    }
+
+    #[inline]
+    fn open_in_place(&self, path: &Path, create: bool) -> io::Result<File> {
+        let mut o = if create {
+            new_file_options()
+        } else {
+            OpenOptions::new()
+        };
+        o.read(true).write(true);
+        #[cfg(target_os = "linux")]
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            o.custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32);
+        }
+        o.open(path)
     }
 
     #[inline]
@@ -195,7 +215,7 @@ pub(crate) fn real_sync_fs(dir: &Path) -> io::Result<()> {
 
 /// Writes all of `buf` through `fs`, going on after short writes (`write(2)` may write less
 /// than asked without failing).
-pub(crate) fn write_all<F: Fs>(fs: &F, file: &File, path: &Path, mut buf: &[u8]) -> io::Result<()> {
+pub fn write_all<F: Fs>(fs: &F, file: &File, path: &Path, mut buf: &[u8]) -> io::Result<()> {
     while !buf.is_empty() {
         match fs.write(file, path, buf) {
             Ok(0) => return Err(io::ErrorKind::WriteZero.into()),

@@ -260,6 +260,22 @@ impl Fs for TestFs {
         })
     }
 
+    fn open_in_place(&self, path: &Path, create: bool) -> io::Result<File> {
+        self.op(OpKind::OpenInPlace, path, |_| {
+            let file = RealFs.open_in_place(path, create)?;
+            let mut ops = Vec::new();
+            if create {
+                let meta = file.metadata()?;
+                ops.push(Op::Create {
+                    path: path.to_path_buf(),
+                    ino: ino(&meta),
+                    mtime_ns: super::index::mtime_ns(&meta),
+                });
+            }
+            Ok((file, ops))
+        })
+    }
+
     fn open_read(&self, path: &Path) -> io::Result<File> {
         self.op(OpKind::OpenRead, path, |_| {
             Ok((File::open(path)?, Vec::new()))

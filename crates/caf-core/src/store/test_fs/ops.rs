@@ -16,6 +16,8 @@ pub enum OpKind {
     OpenAppend,
     /// Opening a file to read.
     OpenRead,
+    /// Opening a file to write in place (a journal slot).
+    OpenInPlace,
     /// `write(2)`.
     Write,
     /// `read(2)`.
