@@ -54,6 +54,7 @@ import math
 import multiprocessing
 import os
 import platform
+import resource
 import shutil
 import sqlite3
 import sys
@@ -346,6 +347,12 @@ def single(executions, steps, scratch, background=False):
     }
 
 
+def cpu_s():
+    """The CPU time this process has spent so far (user and system), in seconds."""
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
 def worker(path, w, saves, barrier, results):
     conn = connect(path)
     saver = SqliteSaver(conn)
@@ -354,6 +361,7 @@ def worker(path, w, saves, barrier, results):
     ok, errors = 0, {}
     barrier.wait()
     t0 = time.perf_counter()
+    cpu0 = cpu_s()
     for s in range(1, saves + 1):
         agent.step(s)
         config, ck, metadata, new_versions = agent.checkpoint(s)
@@ -370,7 +378,10 @@ def worker(path, w, saves, barrier, results):
                 pass
     elapsed = time.perf_counter() - t0
     conn.close()
-    results.put({"worker": w, "saved": ok, "errors": errors, "seconds": elapsed, "end": time.time()})
+    cpu = cpu_s() - cpu0
+    results.put(
+        {"worker": w, "saved": ok, "errors": errors, "seconds": elapsed, "cpu_s": cpu, "end": time.time()}
+    )
 
 
 def concurrent(processes, saves, scratch):
@@ -423,6 +434,8 @@ def concurrent(processes, saves, scratch):
         "errors": sum(errors.values()),
         "error_kinds": errors,
         "workers_crashed": len(crashed),
+        # CPU time of the workers (user and system) per save that returned.
+        "cpu_us_per_save": round(sum(r["cpu_s"] for r in reports) * 1e6 / max(saved, 1)),
         "disk_bytes": disk,
         "sqlite": settings,
         "packages": versions(),

@@ -29,6 +29,8 @@ fn check_mode(report: &Value, mode: &str, processes: u64, saves: u64) {
     assert_eq!(f["errors"], 0, "{f}");
     assert_eq!(f["workers_crashed"], 0, "{f}");
     assert!(f["saves_per_s"].as_f64().unwrap() > 0.0, "{f}");
+    // The workers' CPU time was measured (from the word to go until their stores closed).
+    assert!(f["cpu_us_per_save"].as_f64().unwrap() > 0.0, "{f}");
 }
 
 #[test]
@@ -57,6 +59,7 @@ fn concurrent_writers_lose_nothing_in_every_mode() {
     assert_eq!(floor["processes"], 4, "{floor}");
     assert_eq!(floor["saves_each"], 12, "{floor}");
     assert!(floor["saves_per_s"].as_f64().unwrap() > 0.0, "{floor}");
+    assert!(floor["cpu_us_per_save"].as_f64().unwrap() > 0.0, "{floor}");
     assert!(report.get("peer").is_none(), "{report}");
     assert_eq!(
         std::fs::read_dir(&scratch).unwrap().count(),

@@ -39,6 +39,15 @@ struct WorkerReport {
     saved: u32,
     /// Each error's message, and how many saves failed with it.
     errors: BTreeMap<String, u32>,
+    /// The CPU time the worker's process spent (all its threads, user and system) from the
+    /// word to go until its store was closed, every save written.
+    cpu_s: f64,
+}
+
+/// The CPU time this process has spent so far, all its threads, user and system, in seconds.
+pub(super) fn process_cpu_s() -> f64 {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
+    t.tv_sec as f64 + t.tv_nsec as f64 / 1e9
 }
 
 /// The figures of one mode under N concurrent writers.
@@ -60,6 +69,10 @@ pub(super) struct ConcurrentFigures {
     pub(super) error_kinds: BTreeMap<String, u32>,
     /// Workers that exited with a failure status.
     pub(super) workers_crashed: u32,
+    /// The CPU time the workers spent per save that returned (all their threads, user and
+    /// system), in microseconds: on a machine with C cores, C / this is the most saves per
+    /// second the mode can reach there.
+    pub(super) cpu_us_per_save: f64,
 }
 
 /// Runs `processes` workers of `saves` saves each on `mode`, in a scratch directory under
@@ -131,10 +144,11 @@ pub(super) fn measure(
     let seconds = t0.elapsed().as_secs_f64();
     let (files_or_null, db) = open_store(mode, tmp.as_path(), pg)?;
     let store = store_of(files_or_null.as_ref(), db.as_ref());
-    let (mut saved, mut found, mut lost) = (0, 0, 0);
+    let (mut saved, mut found, mut lost, mut cpu_s) = (0, 0, 0, 0.0);
     let mut error_kinds = BTreeMap::new();
     for r in &reports {
         saved += r.saved;
+        cpu_s += r.cpu_s;
         let id: ExecutionId = r
             .execution_id
             .parse()
@@ -158,6 +172,7 @@ pub(super) fn measure(
         errors: error_kinds.values().sum(),
         error_kinds,
         workers_crashed: crashed,
+        cpu_us_per_save: (cpu_s * 1e6 / f64::from(saved.max(1))).round(),
     })
 }
 
@@ -194,6 +209,7 @@ pub(super) fn work(
             "bench worker {worker}: no word to go"
         )));
     }
+    let cpu_at_go = process_cpu_s();
     let (mut saved, mut errors) = (0, BTreeMap::new());
     for s in 1..=saves as usize {
         step(&mut state, s)?;
@@ -206,13 +222,14 @@ pub(super) fn work(
             Err(e) => *errors.entry(e.to_string()).or_insert(0) += 1,
         }
     }
+    drop(files_or_null);
+    drop(db);
     let report = WorkerReport {
         execution_id: state.execution_id().to_string(),
         saved,
         errors,
+        cpu_s: process_cpu_s() - cpu_at_go,
     };
-    drop(files_or_null);
-    drop(db);
     let line = serde_json::to_string(&report).map_err(sql_failure)?;
     writeln!(out, "{line}")
         .and_then(|()| out.flush())
@@ -229,6 +246,8 @@ pub(super) struct ConcurrentFloor {
     pub(super) saves_each: u32,
     pub(super) seconds: f64,
     pub(super) saves_per_s: f64,
+    /// The CPU time of the appends and flushes per checkpoint, in microseconds.
+    pub(super) cpu_us_per_save: f64,
 }
 
 /// Measures [`ConcurrentFloor`] in a scratch directory under `scratch`.
@@ -252,12 +271,14 @@ pub(super) fn measure_floor(
         .prefix("floor-")
         .tempdir_in(scratch)
         .map_err(|e| Failure::msg(format!("{}: {e}", scratch.display())))?;
-    let seconds = super::floor::concurrent_appends(dir.path(), processes, &checkpoints)?;
+    let (seconds, cpu_s) = super::floor::concurrent_appends(dir.path(), processes, &checkpoints)?;
+    let appended = f64::from(processes * saves);
     Ok(ConcurrentFloor {
         processes,
         saves_each: saves,
         seconds: (seconds * 1000.0).round() / 1000.0,
-        saves_per_s: (f64::from(processes * saves) / seconds.max(1e-9) * 10.0).round() / 10.0,
+        saves_per_s: (appended / seconds.max(1e-9) * 10.0).round() / 10.0,
+        cpu_us_per_save: (cpu_s * 1e6 / appended.max(1.0)).round(),
     })
 }
 

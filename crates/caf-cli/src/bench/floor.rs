@@ -80,13 +80,14 @@ impl AppendFloor {
 /// The physical floor of `writers` agents saving at once: each appends every one of
 /// `checkpoints` (the bytes of one execution's saves, in order) to a preallocated file of its own,
 /// with one `fdatasync` per append, all starting together. Returns the seconds from the start
-/// until the last writer is done. Threads of this process: an append and its flush are system
-/// calls, so processes would add nothing but their start.
+/// until the last writer is done, and the CPU time this process spent meanwhile. Threads of
+/// this process: an append and its flush are system calls, so processes would add nothing but
+/// their start.
 pub(super) fn concurrent_appends(
     dir: &std::path::Path,
     writers: u32,
     checkpoints: &[Vec<u8>],
-) -> Result<f64, Failure> {
+) -> Result<(f64, f64), Failure> {
     let mut files = (0..writers)
         .map(|w| AppendFloor::open(dir.join(format!("append-{w}.bin"))))
         .collect::<Result<Vec<_>, _>>()?;
@@ -104,12 +105,14 @@ pub(super) fn concurrent_appends(
                 })
             })
             .collect();
+        let cpu = super::concurrent::process_cpu_s();
         start.wait();
         let t = Instant::now();
         for r in running {
             r.join()
                 .map_err(|_| Failure::msg("bench: a floor writer stopped short"))??;
         }
-        Ok(t.elapsed().as_secs_f64())
+        let seconds = t.elapsed().as_secs_f64();
+        Ok((seconds, super::concurrent::process_cpu_s() - cpu))
     })
 }

@@ -382,6 +382,7 @@ fn print_concurrent(
         "LOST",
         "ERRORS",
         "SECONDS",
+        "CPU/SAVE",
     ]);
     for f in all {
         table.row(vec![
@@ -392,6 +393,7 @@ fn print_concurrent(
             (f.lost.to_string(), plain),
             (f.errors.to_string(), plain),
             (format!("{:.2}", f.seconds), plain),
+            (format!("{:.0} µs", f.cpu_us_per_save), plain),
         ]);
     }
     if let Some(p) = peer {
@@ -407,6 +409,7 @@ fn print_concurrent(
             (format!("{:.0}", n("lost")), plain),
             (format!("{:.0}", n("errors")), plain),
             (format!("{:.2}", n("seconds")), plain),
+            (format!("{:.0} µs", n("cpu_us_per_save")), plain),
         ]);
     }
     table.row(vec![
@@ -417,6 +420,7 @@ fn print_concurrent(
         ("-".into(), plain),
         ("-".into(), plain),
         (format!("{:.2}", floor.seconds), plain),
+        (format!("{:.0} µs", floor.cpu_us_per_save), plain),
     ]);
     table.print();
     for f in all.iter().filter(|f| f.errors > 0 || f.workers_crashed > 0) {
@@ -465,6 +469,7 @@ fn print_concurrent(
         "saves per second: the saves that returned, over the time from the word to go until the \
          last process reported; lost: saves that returned but are not in the store afterwards; \
          a failed save is not retried; floor: each writer appends the same checkpoints' bytes to \
-         a preallocated file of its own and flushes each, with nothing else done."
+         a preallocated file of its own and flushes each, with nothing else done; CPU/SAVE: the \
+         CPU time the writers spent (all threads, user and system) per save."
     );
 }
