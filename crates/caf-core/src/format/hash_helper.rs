@@ -11,8 +11,8 @@
 //!
 //! Waking a blocked thread took about 50 µs on the 2-vCPU machine of docs/benchmarks.md, a
 //! third of a restore. So a load that will hand over a job [`nudge`]s the helper before it reads
-//! the file: the helper wakes while the file is read, then waits for the job spinning, for at
-//! most [`SPIN`], rather than blocking again.
+//! the file: the helper wakes while the file is read, then waits for the job spinning (yielding
+//! its core to whoever needs it), for at most [`SPIN`], rather than blocking again.
 
 use super::integrity::digest;
 use std::ops::Range;
@@ -103,7 +103,10 @@ fn serve(messages: &Receiver<Msg>) {
                         }
                         Ok(Msg::Nudge) => {}
                         Err(TryRecvError::Empty) if Instant::now() < until => {
-                            std::hint::spin_loop();
+                            // Yielding its core to whoever needs it: with more runnable threads
+                            // than cores (eight processes saving on two), a plain spin took
+                            // ~8 % of all the CPU from them.
+                            std::thread::yield_now();
                         }
                         Err(TryRecvError::Empty) => break,
                         Err(TryRecvError::Disconnected) => return,
