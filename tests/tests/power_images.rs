@@ -23,10 +23,10 @@
 //!
 //! Journaled stores ([`caf_sql::JournaledStore`], slots small enough to fill several times):
 //! the journal's slot goes through the double too; their database is durable only where the
-//! store flushes its log — before it empties the journal (the slot's header written again) and
-//! in a delete — so an image cut before record `p` gets any copy of the database from the last
-//! such point up to `p` (a power loss keeps a prefix of SQLite's log). Every save of the run is
-//! journaled (none is larger than a slot, which the test checks).
+//! store flushes SQLite's log (it marks the record each time, through a test hook), so an image
+//! cut before record `p` gets any copy of the database from the last such mark up to `p` (a
+//! power loss keeps a prefix of SQLite's log). Every save of the run is journaled (none is
+//! larger than a slot, which the test checks).
 //!
 //! `CAF_POWER_IMAGES_SEEDS=N` builds N random images per cut instead of 2 (the long variant;
 //! `CAF_POWER_IMAGES_SEED` changes where the seeds start).
@@ -297,6 +297,9 @@ fn record_hybrid_concurrent() -> Recorded {
 /// The slot size of the journaled stores here: a run of 14 steps fills it several times.
 const SLOT_BYTES: u64 = 64 << 10;
 
+/// The mark a journaled store's database makes in the record after each flush of its log.
+const LOG_FLUSHED: &str = "log flushed";
+
 /// The workload on a journaled store (slots of [`SLOT_BYTES`]); the power goes at the end,
 /// the journal not emptied.
 fn record_journaled(steps: usize) -> Recorded {
@@ -309,12 +312,15 @@ fn record_journaled(steps: usize) -> Recorded {
     } = HybridRecording::start();
     let run = agent_run(1, steps);
     for c in &run {
+        // A record: its bytes behind a 32-byte header, after the slot's 4 KiB header.
         let len = encode(c).unwrap().len() as u64;
         assert!(
-            len + 4096 < SLOT_BYTES,
+            len + 4096 + 32 <= SLOT_BYTES,
             "every save is journaled: {len} bytes"
         );
     }
+    let marks = fs.clone();
+    store.sql().on_log_flush(move || marks.mark(LOG_FLUSHED));
     let store = JournaledStore::open_with(
         store,
         JournalOptions {
@@ -325,38 +331,20 @@ fn record_journaled(steps: usize) -> Recorded {
     workload(&store, &fs, &run, &|| store.flush());
     store.abandon();
     let rec = Recorded::new(base_dir, run, fs.records(), Some(snapshots));
-    let emptied = durable_points(&rec.records, &rec.base).len();
-    assert!(emptied > 3, "the slot was emptied {emptied} times");
+    let flushes = durable_points(&rec.records).len();
+    assert!(flushes > 3, "the log was flushed {flushes} times");
     rec
 }
 
-/// The records from which a journaled store's database is durable (see the module docs): a
-/// slot's header written (the store flushed the database's log just before), a checkpoint's
-/// file removed and a delete returned (a delete's commit is flushed before its file goes). The
-/// slots' inodes are known from their creation; the store is in `base`.
-fn durable_points(records: &[Record], base: &Path) -> Vec<usize> {
-    let mut slots = BTreeSet::new();
-    let mut out = Vec::new();
-    for (i, r) in records.iter().enumerate() {
-        match &r.op {
-            Op::Create { path, ino, .. }
-                if path.parent().is_some_and(|d| d.ends_with(".caf/journal")) =>
-            {
-                slots.insert(*ino);
-            }
-            Op::Write { ino, offset: 0, .. } if slots.contains(ino) => out.push(i),
-            // A delete removes the file once its commit is flushed.
-            Op::Unlink { path }
-                if path.parent() == Some(&Recorded::store_dir(base))
-                    && path.extension().is_some_and(|e| e == "json") =>
-            {
-                out.push(i)
-            }
-            _ if matches!(event(&r.op), Some(Event::Deleted(_))) => out.push(i),
-            _ => {}
-        }
-    }
-    out
+/// The records at which a journaled store's database is durable: the store's marks of each
+/// flush of SQLite's log (see [`record_journaled`]), each made right after the flush.
+fn durable_points(records: &[Record]) -> Vec<usize> {
+    records
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| matches!(&r.op, Op::Mark(note) if note == LOG_FLUSHED))
+        .map(|(i, _)| i)
+        .collect()
 }
 
 /// The images of a journaled store's record: as [`images`], with the database copies a cut
@@ -365,7 +353,7 @@ fn journaled_images(rec: &Recorded) -> Vec<(usize, Keep, u64)> {
     let (n, first) = seeds();
     let tag = |i: usize| rec.records.get(i).map_or(0, |r| r.tag);
     let last = rec.records.len();
-    let durable = durable_points(&rec.records, &rec.base);
+    let durable = durable_points(&rec.records);
     let mut out = Vec::new();
     for p in 0..=last {
         let newest = tag(p.min(last - 1));

@@ -22,6 +22,14 @@ use std::path::{Path, PathBuf};
 pub const DEFAULT_SLOT_BYTES: u64 = 16 << 20;
 /// The least a slot holds: its header and a record.
 pub(crate) const MIN_SLOT_BYTES: u64 = 2 * HEADER;
+/// The most a slot holds (a larger file is read up to this).
+pub(crate) const MAX_SLOT_BYTES: u64 = 1 << 30;
+
+/// The largest record: what a checkpoint file may weigh by default (a larger save is saved
+/// without the journal; a larger record read back ends the slot).
+fn max_record() -> u64 {
+    caf_core::format::Limits::default().max_bytes
+}
 /// Where records start.
 const HEADER: u64 = 4096;
 const MAGIC: &[u8; 8] = b"cafjrnl1";
@@ -77,7 +85,7 @@ pub(crate) struct Held {
 impl<F: Fs> Slot<F> {
     /// Locks every slot in `dir` that no live store holds, reading their records; the first
     /// one becomes this store's, or a new slot of `size` bytes is made when every slot is held.
-    /// A slot smaller than `size` is written out to it.
+    /// This store's slot, if smaller, grows to `size` (its records kept).
     pub(crate) fn take_all(fs: &F, dir: &Path, size: u64) -> io::Result<Taken<F>> {
         fs.create_dir_all(dir)?;
         Self::take_left(fs, dir, Some(size))
@@ -108,7 +116,7 @@ impl<F: Fs> Slot<F> {
         let mut taken: Vec<Self> = Vec::new();
         let mut records = Vec::new();
         for n in &numbers {
-            if let Some(mut slot) = Self::lock(fs, dir, *n, false, make)? {
+            if let Some(mut slot) = Self::lock(fs, dir, *n, None)? {
                 let held = slot.read()?;
                 if !held.is_empty() {
                     records.push(Held {
@@ -127,14 +135,21 @@ impl<F: Fs> Slot<F> {
         if make.is_some() && taken.is_empty() {
             let mut n = numbers.last().map_or(0, |n| n + 1);
             loop {
-                if let Some(slot) = Self::lock(fs, dir, n, true, make)? {
+                if let Some(slot) = Self::lock(fs, dir, n, make)? {
                     taken.push(slot);
                     break;
                 }
                 n += 1;
             }
         }
-        let ours = make.map(|_| taken.remove(0));
+        let ours = match make {
+            Some(size) => {
+                let mut ours = taken.remove(0);
+                ours.grow(size, false)?;
+                Some(ours)
+            }
+            None => None,
+        };
         Ok(Taken {
             ours,
             others: taken,
@@ -192,21 +207,16 @@ impl<F: Fs> Slot<F> {
         Some(self.generation)
     }
 
-    /// Slot `n` of `dir`, locked, or `None` when another store holds it (or, with `create`,
-    /// when another store made it first). With `fill_to`, a slot that was never written in full
-    /// (new, or its maker stopped before its header: nothing in it counts) is written with zeros
-    /// to that size and flushed; a whole slot keeps its size.
-    fn lock(
-        fs: &F,
-        dir: &Path,
-        n: u64,
-        create: bool,
-        fill_to: Option<u64>,
-    ) -> io::Result<Option<Self>> {
+    /// Slot `n` of `dir`, locked, or `None` when another store holds it, or removed it
+    /// meanwhile. With `create` (a size), a new slot of that size, or `None` when another store
+    /// made it first.
+    fn lock(fs: &F, dir: &Path, n: u64, create: Option<u64>) -> io::Result<Option<Self>> {
         let path = dir.join(format!("slot-{n}"));
-        let file = match fs.open_in_place(&path, create) {
+        let file = match fs.open_in_place(&path, create.is_some()) {
             Ok(f) => f,
-            Err(e) if create && e.kind() == io::ErrorKind::AlreadyExists => return Ok(None),
+            Err(e) if create.is_some() && e.kind() == io::ErrorKind::AlreadyExists => {
+                return Ok(None)
+            }
             Err(e) => return Err(e),
         };
         match file.try_lock() {
@@ -214,15 +224,14 @@ impl<F: Fs> Slot<F> {
             Err(std::fs::TryLockError::WouldBlock) => return Ok(None),
             Err(std::fs::TryLockError::Error(e)) => return Err(e),
         }
+        if !names(&path, &file) {
+            // Removed (a store that could not write it out) while this one waited for it.
+            return Ok(None);
+        }
         let len = file.metadata()?.len();
-        let mut slot = Self::of(fs, file, path, len);
-        let whole = len >= MIN_SLOT_BYTES && slot.generation_read().is_some();
-        if let Some(size) = fill_to.filter(|_| !whole) {
-            if let Err(e) = slot.fill(size.max(MIN_SLOT_BYTES)) {
-                // No room for it (a full disk): it takes none.
-                let _ = fs.remove_file(&slot.path);
-                return Err(e);
-            }
+        let mut slot = Self::of(fs, file, path, len.min(MAX_SLOT_BYTES));
+        if let Some(size) = create {
+            slot.grow(size, true)?;
             fs.sync_dir(dir)?;
             if let Some(parent) = dir.parent() {
                 fs.sync_dir(parent)?;
@@ -231,20 +240,47 @@ impl<F: Fs> Slot<F> {
         Ok(Some(slot))
     }
 
-    /// Writes the slot in full with zeros, `size` bytes, and an empty generation, and flushes
-    /// it.
-    fn fill(&mut self, size: u64) -> io::Result<()> {
-        let zeros = vec![0u8; 1 << 20];
-        self.file.seek(SeekFrom::Start(0))?;
-        let mut written = 0;
-        while written < size {
-            let n = (size - written).min(zeros.len() as u64) as usize;
-            write_all(&self.fs, &self.file, &self.path, &zeros[..n])?;
-            written += n as u64;
+    /// Writes zeros from the slot's end up to `size` bytes (within the limits), its records
+    /// kept; then an empty generation if its header is not whole (made anew, or its maker
+    /// stopped before: nothing in it counts); and flushes it. If that fails, a slot this store
+    /// `made` is removed (it takes none: a full disk) and the error returned; another one keeps
+    /// its size, if its header is whole.
+    fn grow(&mut self, size: u64, made: bool) -> io::Result<()> {
+        let size = size.clamp(MIN_SLOT_BYTES, MAX_SLOT_BYTES);
+        let whole = self.size >= MIN_SLOT_BYTES && self.generation_read().is_some();
+        if whole && self.size >= size {
+            return Ok(());
         }
-        self.size = size;
-        self.empty_header()?;
-        self.fs.sync_data(&self.file, &self.path)
+        let grown = self.write_zeros(size).and_then(|()| {
+            if !whole {
+                self.empty_header()?;
+            }
+            self.fs.sync_data(&self.file, &self.path)
+        });
+        match grown {
+            Ok(()) => {
+                self.size = size;
+                Ok(())
+            }
+            Err(e) if made => {
+                let _ = self.fs.remove_file(&self.path);
+                Err(e)
+            }
+            Err(_) if whole => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Writes zeros from the file's end up to `size` bytes.
+    fn write_zeros(&mut self, size: u64) -> io::Result<()> {
+        let zeros = vec![0u8; 1 << 20];
+        let mut at = self.file.seek(SeekFrom::End(0))?;
+        while at < size {
+            let n = (size - at).min(zeros.len() as u64) as usize;
+            write_all(&self.fs, &self.file, &self.path, &zeros[..n])?;
+            at += n as u64;
+        }
+        Ok(())
     }
 
     /// Draws a new generation and writes it in the header (not flushed).
@@ -304,6 +340,7 @@ impl<F: Fs> Slot<F> {
         if &head[..4] != RECORD_MAGIC
             || word(8) != self.generation
             || word(16) != self.next
+            || len > max_record()
             || self.at + RECORD + len > self.size
         {
             return Ok(None);
@@ -334,7 +371,7 @@ impl<F: Fs> Slot<F> {
             self.empty()?;
         }
         let len = payload.len() as u64;
-        if self.at + RECORD + len > self.size {
+        if len > max_record() || self.at + RECORD + len > self.size {
             return Ok(None);
         }
         let mut head = [0u8; RECORD as usize];
@@ -378,6 +415,21 @@ impl<F: Fs> Slot<F> {
     pub(crate) fn path(&self) -> &Path {
         &self.path
     }
+}
+
+/// Whether `path` still names `file` (not removed, nor replaced, since it was opened).
+#[cfg(unix)]
+fn names(path: &Path, file: &File) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (std::fs::symlink_metadata(path), file.metadata()) {
+        (Ok(a), Ok(b)) => a.ino() == b.ino() && a.dev() == b.dev(),
+        _ => false,
+    }
+}
+
+#[cfg(not(unix))]
+fn names(path: &Path, _file: &File) -> bool {
+    path.exists()
 }
 
 #[cfg(test)]
@@ -498,7 +550,7 @@ mod tests {
     }
 
     #[test]
-    fn a_smaller_slot_keeps_its_size_and_records_and_a_torn_one_is_made_again() {
+    fn a_smaller_slot_grows_with_its_records_and_a_torn_one_is_made_again() {
         let dir = tempfile::tempdir().unwrap();
         // Room for three records of ~1 KB after the header.
         let small = MIN_SLOT_BYTES;
@@ -515,16 +567,33 @@ mod tests {
             );
             ours.path().to_path_buf()
         };
-        // A store that wants larger slots reads the records first, and keeps the slot's size.
-        let t = take(dir.path());
+        // A store that wants larger slots reads the records, and grows the slot around them:
+        // appends go on after them.
+        let mut t = take(dir.path());
         assert_eq!(records(&t), vec![record(1), record(2), record(3)]);
-        assert_eq!(std::fs::metadata(&path).unwrap().len(), small);
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), DEFAULT_SLOT_BYTES);
+        assert_eq!(
+            t.ours.as_mut().unwrap().append(&record(4)).unwrap(),
+            Some(3)
+        );
         drop(t);
+        assert_eq!(records(&take(dir.path())).len(), 4);
         // A slot whose maker stopped before its header (zeros, cut short) counts for nothing,
-        // and is written out again to the size wanted.
+        // and is written out to the size wanted.
         std::fs::write(&path, vec![0u8; 5000]).unwrap();
         let t = take(dir.path());
         assert!(t.records.is_empty());
         assert_eq!(std::fs::metadata(&path).unwrap().len(), DEFAULT_SLOT_BYTES);
+    }
+
+    #[test]
+    fn a_record_larger_than_a_checkpoint_may_be_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let size = max_record() + 2 * HEADER;
+        let mut t = Slot::take_all(&RealFs, dir.path(), size).unwrap();
+        let ours = t.ours.as_mut().unwrap();
+        let big = vec![1u8; (max_record() + 1) as usize];
+        assert!(ours.append(&big).unwrap().is_none());
+        assert!(ours.append(&record(1)).unwrap().is_some());
     }
 }

@@ -55,8 +55,9 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 ///   applies every journaled save the database lacks (its file written again, byte for byte),
 ///   then empties the journal. A record cut off by the power loss was not acknowledged.
 /// - **The journal is emptied** once what it holds is on disk elsewhere: when it is full (16
-///   MiB by default, see [`JournalOptions`]), before a delete (so that a deleted checkpoint cannot come back from it), and when
-///   the store is dropped. Emptying waits for the writer and flushes the database's log first.
+///   MiB by default, see [`JournalOptions`]), before a delete (so that a deleted checkpoint
+///   cannot come back from it), and when the store is dropped. Emptying waits for the writer
+///   and flushes the database's log first.
 /// - **Reads see every save made before them**: load, list and the rest first wait until the
 ///   writer has written what was queued. Other processes see a save once the writer has
 ///   written it (well under a millisecond later, usually).
@@ -85,9 +86,10 @@ impl<F: Fs> std::fmt::Debug for JournaledStore<F> {
 /// How a [`JournaledStore`] journals.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct JournalOptions {
-    /// The size of the store's journal slot, in bytes, written in full when it is made (16 MiB
-    /// by default; 8 KiB at least). A slot made earlier keeps its own size. A save larger than
-    /// an empty slot is saved as the hybrid store saves, with its own flushes.
+    /// The size of the store's journal slot, in bytes, written in full (zeros) when it is made
+    /// (16 MiB by default; from 8 KiB to 1 GiB). A smaller slot made earlier grows to it, its
+    /// records kept. A save larger than an empty slot (or than a checkpoint file may be, 64
+    /// MiB) is saved as the hybrid store saves, with its own flushes.
     pub slot_bytes: u64,
 }
 
@@ -473,7 +475,7 @@ impl<F: Fs> CheckpointStore for JournaledStore<F> {
             self.catch_up(&mut slot)?;
         }
         let appended = match slot.append(unsealed.text()) {
-            Ok(None) => {
+            Ok(None) if slot.holds_records() => {
                 // Full: emptied once the writer has written what it holds.
                 self.catch_up(&mut slot)?;
                 empty(&self.shared, &mut slot)?;

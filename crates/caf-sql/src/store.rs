@@ -57,6 +57,9 @@ pub struct SqlStore {
     last_flush_ns: std::sync::atomic::AtomicU64,
     /// How long the last save's transaction took, its flush excluded, in nanoseconds.
     last_write_ns: std::sync::atomic::AtomicU64,
+    /// Called after each flush of the log (see [`SqlStore::on_log_flush`]).
+    #[cfg(feature = "test-support")]
+    log_flushed: std::sync::OnceLock<Box<dyn Fn() + Send + Sync>>,
     /// Encodes what [`save_checkpoint`](Self::save_checkpoint) is given, splicing the canonical
     /// text of thoughts and tool calls encoded before.
     encoder: Mutex<Encoder>,
@@ -96,6 +99,8 @@ impl SqlStore {
             group,
             last_flush_ns: std::sync::atomic::AtomicU64::new(0),
             last_write_ns: std::sync::atomic::AtomicU64::new(0),
+            #[cfg(feature = "test-support")]
+            log_flushed: std::sync::OnceLock::new(),
             encoder: Mutex::new(Encoder::default()),
             backend: target.backend(),
             target,
@@ -213,7 +218,18 @@ impl SqlStore {
         let ns = u64::try_from(t.elapsed().as_nanos()).unwrap_or(u64::MAX);
         self.last_flush_ns
             .store(ns, std::sync::atomic::Ordering::Relaxed);
+        #[cfg(feature = "test-support")]
+        if let (Ok(()), Some(hook)) = (&flushed, self.log_flushed.get()) {
+            hook();
+        }
         flushed
+    }
+
+    /// Calls `hook` after each flush of the log this store makes itself (group commit), on the
+    /// flushing thread: a test can see where the database becomes durable. Once per store.
+    #[cfg(feature = "test-support")]
+    pub fn on_log_flush(&self, hook: impl Fn() + Send + Sync + 'static) {
+        let _ = self.log_flushed.set(Box::new(hook));
     }
 
     /// Whether this store flushes its commits itself, after them (SQLite's group commit): a

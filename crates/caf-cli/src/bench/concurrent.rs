@@ -70,8 +70,9 @@ pub(super) struct ConcurrentFigures {
     /// Workers that exited with a failure status.
     pub(super) workers_crashed: u32,
     /// The CPU time the workers spent per save that returned (all their threads, user and
-    /// system), in microseconds: on a machine with C cores, C / this is the most saves per
-    /// second the mode can reach there.
+    /// system), in microseconds: on a machine with C cores, about C / this is the most saves
+    /// per second the mode can reach there. Not counted: the kernel's own writeback threads,
+    /// and a database server's CPU (PostgreSQL).
     pub(super) cpu_us_per_save: f64,
 }
 
@@ -238,8 +239,9 @@ pub(super) fn work(
 
 /// The physical floor under the same load: `processes` writers each append one execution's
 /// checkpoints (as caf encodes them) to a preallocated file of its own, one `fdatasync` each, all
-/// at once (see [`super::floor::concurrent_appends`]). A durable save that writes its bytes once
-/// cannot be faster; the ratio of a mode's saves per second to this shows what is left.
+/// at once (see [`super::floor::concurrent_appends`]): what saves that each write their bytes
+/// once and flush them alone cost the disk (saves sharing one flush, as SQLite's group commit
+/// lets them, can go faster). The ratio of a mode's saves per second to this shows what is left.
 #[derive(Debug, Serialize)]
 pub(super) struct ConcurrentFloor {
     pub(super) processes: u32,
@@ -267,12 +269,10 @@ pub(super) fn measure_floor(
         )?;
         checkpoints.push(caf_core::format::encode(&c).map_err(sql_failure)?);
     }
-    let dir = tempfile::Builder::new()
-        .prefix("floor-")
-        .tempdir_in(scratch)
-        .map_err(|e| Failure::msg(format!("{}: {e}", scratch.display())))?;
-    let (seconds, cpu_s) = super::floor::concurrent_appends(dir.path(), processes, &checkpoints)?;
-    let appended = f64::from(processes * saves);
+    // Kept, as the modes' directories are, until the run is over.
+    let dir = mode_dir(scratch)?;
+    let (seconds, cpu_s) = super::floor::concurrent_appends(&dir, processes, &checkpoints)?;
+    let appended = f64::from(processes) * f64::from(saves);
     Ok(ConcurrentFloor {
         processes,
         saves_each: saves,
@@ -294,7 +294,8 @@ pub(super) struct ConcurrentRatio {
 #[derive(Serialize)]
 pub(super) struct ConcurrentReport<'a> {
     pub(super) caf: &'a [ConcurrentFigures],
-    pub(super) floor: &'a ConcurrentFloor,
+    /// `null` when it could not be measured (the bench says why).
+    pub(super) floor: Option<&'a ConcurrentFloor>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) peer: Option<&'a serde_json::Value>,
     /// caf's saves per second over the peer's: above 1, caf saves more per second.
@@ -305,7 +306,7 @@ pub(super) struct ConcurrentReport<'a> {
 impl<'a> ConcurrentReport<'a> {
     pub(super) fn new(
         caf: &'a [ConcurrentFigures],
-        floor: &'a ConcurrentFloor,
+        floor: Option<&'a ConcurrentFloor>,
         peer: Option<&'a serde_json::Value>,
     ) -> Self {
         let ratios = peer.map_or_else(Vec::new, |peer| {

@@ -22,6 +22,12 @@ impl AppendFloor {
     const MIN: u64 = 16 << 20;
 
     pub(super) fn open(path: PathBuf) -> Result<Self, Failure> {
+        Self::open_sized(path, Self::MIN)
+    }
+
+    /// [`AppendFloor::open`] preallocating `len` bytes (at most [`Self::MIN`] are needed:
+    /// the file is reused from its start past that).
+    pub(super) fn open_sized(path: PathBuf, len: u64) -> Result<Self, Failure> {
         let file = std::fs::OpenOptions::new()
             .read(true)
             .write(true)
@@ -34,7 +40,7 @@ impl AppendFloor {
             len: 0,
             at: 0,
         };
-        floor.grow(Self::MIN)?;
+        floor.grow(len.clamp(1, Self::MIN))?;
         Ok(floor)
     }
 
@@ -60,7 +66,7 @@ impl AppendFloor {
     pub(super) fn append(&mut self, bytes: &[u8]) -> Result<f64, Failure> {
         let n = bytes.len() as u64;
         if n > self.len {
-            self.grow(n.next_power_of_two().max(Self::MIN))?;
+            self.grow(n.next_power_of_two())?;
         }
         if self.at + n > self.len {
             self.at = 0;
@@ -89,7 +95,10 @@ pub(super) fn concurrent_appends(
     checkpoints: &[Vec<u8>],
 ) -> Result<(f64, f64), Failure> {
     let mut files = (0..writers)
-        .map(|w| AppendFloor::open(dir.join(format!("append-{w}.bin"))))
+        .map(|w| {
+            let len = checkpoints.iter().map(|c| c.len() as u64).sum();
+            AppendFloor::open_sized(dir.join(format!("append-{w}.bin")), len)
+        })
         .collect::<Result<Vec<_>, _>>()?;
     let start = std::sync::Barrier::new(files.len() + 1);
     std::thread::scope(|scope| {

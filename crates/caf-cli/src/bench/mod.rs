@@ -345,7 +345,17 @@ fn run_concurrent(
             output::count(saves, "checkpoint")
         );
     }
-    let floor = concurrent::measure_floor(processes, saves, scratch)?;
+    // The modes measured are kept if the floor cannot be (no room for its files, say).
+    let floor = concurrent::measure_floor(processes, saves, scratch)
+        .map_err(|e| {
+            let why = match e {
+                Failure::Failed(lines) => lines.join("; "),
+                Failure::Usage(line) => line,
+                Failure::Status(n) => format!("status {n}"),
+            };
+            eprintln!("warning: the floor could not be measured: {why}");
+        })
+        .ok();
     let peer = match peer {
         Some(p) => {
             if !json {
@@ -361,16 +371,16 @@ fn run_concurrent(
         None => None,
     };
     if json {
-        output::print_json(&ConcurrentReport::new(&all, &floor, peer.as_ref()));
+        output::print_json(&ConcurrentReport::new(&all, floor.as_ref(), peer.as_ref()));
     } else {
-        print_concurrent(&all, &floor, peer.as_ref());
+        print_concurrent(&all, floor.as_ref(), peer.as_ref());
     }
     Ok(())
 }
 
 fn print_concurrent(
     all: &[ConcurrentFigures],
-    floor: &ConcurrentFloor,
+    floor: Option<&ConcurrentFloor>,
     peer: Option<&serde_json::Value>,
 ) {
     let plain = Style::new();
@@ -412,16 +422,18 @@ fn print_concurrent(
             (format!("{:.0} µs", n("cpu_us_per_save")), plain),
         ]);
     }
-    table.row(vec![
-        ("floor: appends, one fdatasync each".into(), plain),
-        (format!("{} x {}", floor.processes, floor.saves_each), plain),
-        (format!("{:.0}", floor.saves_per_s), plain),
-        ("-".into(), plain),
-        ("-".into(), plain),
-        ("-".into(), plain),
-        (format!("{:.2}", floor.seconds), plain),
-        (format!("{:.0} µs", floor.cpu_us_per_save), plain),
-    ]);
+    if let Some(floor) = floor {
+        table.row(vec![
+            ("floor: appends, one fdatasync each".into(), plain),
+            (format!("{} x {}", floor.processes, floor.saves_each), plain),
+            (format!("{:.0}", floor.saves_per_s), plain),
+            ("-".into(), plain),
+            ("-".into(), plain),
+            ("-".into(), plain),
+            (format!("{:.2}", floor.seconds), plain),
+            (format!("{:.0} µs", floor.cpu_us_per_save), plain),
+        ]);
+    }
     table.print();
     for f in all.iter().filter(|f| f.errors > 0 || f.workers_crashed > 0) {
         for (message, n) in &f.error_kinds {
@@ -445,8 +457,8 @@ fn print_concurrent(
         crate::say!();
         let mut ratios = Table::new(&["CAF / LANGGRAPH", "SAVES PER SECOND"]);
         let rows = all.iter().map(|f| (mode_name(f.mode), f.saves_per_s));
-        let floor_row = ("floor (no store)".to_string(), floor.saves_per_s);
-        for (name, rate) in rows.chain([floor_row]) {
+        let floor_row = floor.map(|f| ("floor (no store)".to_string(), f.saves_per_s));
+        for (name, rate) in rows.chain(floor_row) {
             let r = peer::ratio(rate, peer_rate);
             ratios.row(vec![
                 (name, plain),

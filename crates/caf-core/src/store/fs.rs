@@ -65,8 +65,8 @@ pub trait Fs: sealed::Sealed + Clone + Send + Sync + std::fmt::Debug + 'static {
     /// Opens a file for reading.
     fn open_read(&self, path: &Path) -> io::Result<File>;
     /// Opens a file to read it and write it in place, at any offset (a journal slot), never
-    /// through a symbolic link; with `create`, a new one (`rw-r--r--`), failing if `path`
-    /// exists.
+    /// through a symbolic link on Linux; with `create`, a new one (`rw-r--r--`), failing if
+    /// `path` exists.
     fn open_in_place(&self, path: &Path, create: bool) -> io::Result<File>;
     /// Writes some of `buf` at the file's position (as `write(2)`: may write less).
     fn write(&self, file: &File, path: &Path, buf: &[u8]) -> io::Result<usize>;
