@@ -202,6 +202,19 @@ fn ino(_meta: &std::fs::Metadata) -> u64 {
     0
 }
 
+/// The record of `file` having been made at `path`, if it was (`made`).
+fn created(file: &File, path: &Path, made: bool) -> io::Result<Vec<Op>> {
+    if !made {
+        return Ok(Vec::new());
+    }
+    let meta = file.metadata()?;
+    Ok(vec![Op::Create {
+        path: path.to_path_buf(),
+        ino: ino(&meta),
+        mtime_ns: super::index::mtime_ns(&meta),
+    }])
+}
+
 impl Fs for TestFs {
     fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
         self.op(OpKind::CreateDir, dir, |_| {
@@ -247,15 +260,7 @@ impl Fs for TestFs {
         self.op(OpKind::OpenAppend, path, |_| {
             let existed = std::fs::symlink_metadata(path).is_ok();
             let file = RealFs.open_append(path)?;
-            let mut ops = Vec::new();
-            if !existed {
-                let meta = file.metadata()?;
-                ops.push(Op::Create {
-                    path: path.to_path_buf(),
-                    ino: ino(&meta),
-                    mtime_ns: super::index::mtime_ns(&meta),
-                });
-            }
+            let ops = created(&file, path, !existed)?;
             Ok((file, ops))
         })
     }
@@ -263,15 +268,7 @@ impl Fs for TestFs {
     fn open_in_place(&self, path: &Path, create: bool) -> io::Result<File> {
         self.op(OpKind::OpenInPlace, path, |_| {
             let file = RealFs.open_in_place(path, create)?;
-            let mut ops = Vec::new();
-            if create {
-                let meta = file.metadata()?;
-                ops.push(Op::Create {
-                    path: path.to_path_buf(),
-                    ino: ino(&meta),
-                    mtime_ns: super::index::mtime_ns(&meta),
-                });
-            }
+            let ops = created(&file, path, create)?;
             Ok((file, ops))
         })
     }
