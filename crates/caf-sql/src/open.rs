@@ -396,8 +396,10 @@ impl Location {
         if let Some(rules) = rules {
             files.set_redaction(rules);
         }
-        // Saves journaled by a store that is gone, to apply before anything is read.
-        let journal_left = crate::journal::Slot::any_left(&RealFs, &crate::journal::dir(&self.dir));
+        // Saves journaled by a store that is gone, to apply before anything is read (a store
+        // opened to write applies them in any case).
+        let journal_left = access == Access::Read
+            && crate::journal::Slot::any_left(&RealFs, &crate::journal::dir(&self.dir));
         let url = match access {
             // Reading uses the files alone, unless a power loss may have left some of them
             // missing or torn (the database then writes them again, see `HybridStore`), or a
@@ -412,7 +414,7 @@ impl Location {
         match url {
             Some(_) => {
                 let sql = self.database(access == Access::CreateWithDatabase)?;
-                let hybrid = HybridStore::new(files, sql)?;
+                let mut hybrid = HybridStore::new(files, sql)?;
                 if access == Access::Read {
                     if !journal_left {
                         return Ok(Store::Files(hybrid.into_parts().0));
@@ -425,18 +427,17 @@ impl Location {
                     }
                     return Ok(Store::Files(hybrid.into_parts().0));
                 }
-                if !journal || !hybrid.sql().flushes_after_commit() {
-                    // Saves that a store which is gone journaled are applied first.
-                    crate::journaled::apply_left(&hybrid)?;
-                    return Ok(Store::Hybrid(Box::new(hybrid)));
-                }
-                match JournaledStore::open_or_back(hybrid)? {
-                    Ok(journaled) => Ok(Store::Journaled(Box::new(journaled))),
-                    Err((hybrid, _)) => {
-                        crate::journaled::apply_left(&hybrid)?;
-                        Ok(Store::Hybrid(Box::new(hybrid)))
+                if journal {
+                    // Without a journal (the database does not flush its own commits, no room
+                    // for one), the hybrid store back.
+                    match JournaledStore::open_or_back(hybrid)? {
+                        Ok(journaled) => return Ok(Store::Journaled(Box::new(journaled))),
+                        Err((back, _)) => hybrid = back,
                     }
                 }
+                // Saves that a store which is gone journaled are applied first.
+                crate::journaled::apply_left(&hybrid)?;
+                Ok(Store::Hybrid(Box::new(hybrid)))
             }
             None => Ok(Store::Files(files)),
         }
