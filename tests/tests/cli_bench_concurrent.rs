@@ -54,12 +54,16 @@ fn concurrent_writers_lose_nothing_in_every_mode() {
     for mode in ["files", "files+sqlite", "sqlite"] {
         check_mode(&report, mode, 4, 12);
     }
-    // The floor under the same load, measured in the same run.
-    let floor = &report["floor"];
-    assert_eq!(floor["processes"], 4, "{floor}");
-    assert_eq!(floor["saves_each"], 12, "{floor}");
-    assert!(floor["saves_per_s"].as_f64().unwrap() > 0.0, "{floor}");
-    assert!(floor["cpu_us_per_save"].as_f64().unwrap() > 0.0, "{floor}");
+    // The floors under the same load, measured in the same run: appends alone, and appends
+    // with a file per checkpoint.
+    for (key, with_files) in [("floor", false), ("floor_with_files", true)] {
+        let floor = &report[key];
+        assert_eq!(floor["processes"], 4, "{floor}");
+        assert_eq!(floor["saves_each"], 12, "{floor}");
+        assert_eq!(floor["with_files"], with_files, "{floor}");
+        assert!(floor["saves_per_s"].as_f64().unwrap() > 0.0, "{floor}");
+        assert!(floor["cpu_us_per_save"].as_f64().unwrap() > 0.0, "{floor}");
+    }
     assert!(report.get("peer").is_none(), "{report}");
     assert_eq!(
         std::fs::read_dir(&scratch).unwrap().count(),
@@ -79,11 +83,12 @@ fn concurrent_writers_lose_nothing_in_every_mode() {
         ])
         .ok();
     assert!(out.out().contains("SAVES/S"), "{}", out.describe());
-    assert!(
-        out.out().contains("floor: appends, one fdatasync each"),
-        "{}",
-        out.describe()
-    );
+    for row in [
+        "floor: appends, one fdatasync each",
+        "floor: appends and files",
+    ] {
+        assert!(out.out().contains(row), "{row}: {}", out.describe());
+    }
     assert!(
         out.err()
             .contains("measuring files: 2 writers x 3 saves into one store"),

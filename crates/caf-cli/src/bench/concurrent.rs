@@ -241,23 +241,23 @@ pub(super) fn work(
 /// checkpoints (as caf encodes them) to a preallocated file of its own, one `fdatasync` each, all
 /// at once (see [`super::floor::concurrent_appends`]): what saves that each write their bytes
 /// once and flush them alone cost the disk (saves sharing one flush, as SQLite's group commit
-/// lets them, can go faster). The ratio of a mode's saves per second to this shows what is left.
+/// lets them, can go faster). With `with_files`, each writer also writes every checkpoint to a
+/// new file of its own in one shared directory (create, write, rename, no flush): the floor of a
+/// mode that keeps a file per checkpoint. The ratio of a mode's saves per second to this shows
+/// what is left.
 #[derive(Debug, Serialize)]
 pub(super) struct ConcurrentFloor {
     pub(super) processes: u32,
     pub(super) saves_each: u32,
+    pub(super) with_files: bool,
     pub(super) seconds: f64,
     pub(super) saves_per_s: f64,
-    /// The CPU time of the appends and flushes per checkpoint, in microseconds.
+    /// The CPU time of the appends and flushes (and files) per checkpoint, in microseconds.
     pub(super) cpu_us_per_save: f64,
 }
 
-/// Measures [`ConcurrentFloor`] in a scratch directory under `scratch`.
-pub(super) fn measure_floor(
-    processes: u32,
-    saves: u32,
-    scratch: &Path,
-) -> Result<ConcurrentFloor, Failure> {
+/// The file bytes of the `saves` checkpoints of one execution of the workload, in order.
+pub(super) fn floor_checkpoints(saves: u32) -> Result<Vec<Vec<u8>>, Failure> {
     let maker = CheckpointManager::new(NullStore);
     let mut state = RuntimeState::new(agent_name(0));
     let mut checkpoints = Vec::new();
@@ -269,13 +269,27 @@ pub(super) fn measure_floor(
         )?;
         checkpoints.push(caf_core::format::encode(&c).map_err(sql_failure)?);
     }
+    Ok(checkpoints)
+}
+
+/// Measures [`ConcurrentFloor`] for `checkpoints` ([`floor_checkpoints`]) in a scratch directory
+/// under `scratch`.
+pub(super) fn measure_floor(
+    processes: u32,
+    checkpoints: &[Vec<u8>],
+    with_files: bool,
+    scratch: &Path,
+) -> Result<ConcurrentFloor, Failure> {
     // Kept, as the modes' directories are, until the run is over.
     let dir = mode_dir(scratch)?;
-    let (seconds, cpu_s) = super::floor::concurrent_appends(&dir, processes, &checkpoints)?;
+    let (seconds, cpu_s) =
+        super::floor::concurrent_appends(&dir, processes, checkpoints, with_files)?;
+    let saves = u32::try_from(checkpoints.len()).unwrap_or(u32::MAX);
     let appended = f64::from(processes) * f64::from(saves);
     Ok(ConcurrentFloor {
         processes,
         saves_each: saves,
+        with_files,
         seconds: (seconds * 1000.0).round() / 1000.0,
         saves_per_s: (appended / seconds.max(1e-9) * 10.0).round() / 10.0,
         cpu_us_per_save: (cpu_s * 1e6 / appended.max(1.0)).round(),
@@ -294,8 +308,10 @@ pub(super) struct ConcurrentRatio {
 #[derive(Serialize)]
 pub(super) struct ConcurrentReport<'a> {
     pub(super) caf: &'a [ConcurrentFigures],
-    /// `null` when it could not be measured (the bench says why).
+    /// The floor of appends alone; `null` when it could not be measured (the bench says why).
     pub(super) floor: Option<&'a ConcurrentFloor>,
+    /// The floor of appends and a file per checkpoint; `null` likewise.
+    pub(super) floor_with_files: Option<&'a ConcurrentFloor>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) peer: Option<&'a serde_json::Value>,
     /// caf's saves per second over the peer's: above 1, caf saves more per second.
@@ -306,7 +322,7 @@ pub(super) struct ConcurrentReport<'a> {
 impl<'a> ConcurrentReport<'a> {
     pub(super) fn new(
         caf: &'a [ConcurrentFigures],
-        floor: Option<&'a ConcurrentFloor>,
+        floors: [Option<&'a ConcurrentFloor>; 2],
         peer: Option<&'a serde_json::Value>,
     ) -> Self {
         let ratios = peer.map_or_else(Vec::new, |peer| {
@@ -320,7 +336,8 @@ impl<'a> ConcurrentReport<'a> {
         });
         Self {
             caf,
-            floor,
+            floor: floors[0],
+            floor_with_files: floors[1],
             peer,
             ratios,
         }

@@ -85,32 +85,45 @@ impl AppendFloor {
 
 /// The physical floor of `writers` agents saving at once: each appends every one of
 /// `checkpoints` (the bytes of one execution's saves, in order) to a preallocated file of its own,
-/// with one `fdatasync` per append, all starting together. Returns the seconds from the start
-/// until the last writer is done, and the CPU time this process spent meanwhile. Threads of
-/// this process: an append and its flush are system calls, so processes would add nothing but
-/// their start.
+/// with one `fdatasync` per append, all starting together. With `files`, each writer then also
+/// writes each checkpoint's bytes to a file of its own, as caf's modes with files do: a new
+/// temporary file in one directory shared by all writers, renamed to its name there, not flushed
+/// (the append made the save durable). Returns the seconds from the start until the last writer
+/// is done, and the CPU time this process spent meanwhile. Threads of this process: an append, its
+/// flush and a file's creation are system calls, so processes would add nothing but their start.
 pub(super) fn concurrent_appends(
     dir: &std::path::Path,
     writers: u32,
     checkpoints: &[Vec<u8>],
+    files: bool,
 ) -> Result<(f64, f64), Failure> {
-    let mut files = (0..writers)
+    let files_dir = dir.join("files");
+    if files {
+        std::fs::create_dir(&files_dir)
+            .map_err(|e| Failure::msg(format!("{}: {e}", files_dir.display())))?;
+    }
+    let mut appends = (0..writers)
         .map(|w| {
             let len = checkpoints.iter().map(|c| c.len() as u64).sum();
             AppendFloor::open_sized(dir.join(format!("append-{w}.bin")), len)
         })
         .collect::<Result<Vec<_>, _>>()?;
-    let start = std::sync::Barrier::new(files.len() + 1);
+    let start = std::sync::Barrier::new(appends.len() + 1);
     std::thread::scope(|scope| {
-        let running: Vec<_> = files
+        let running: Vec<_> = appends
             .iter_mut()
-            .map(|file| {
-                let start = &start;
+            .enumerate()
+            .map(|(w, file)| {
+                let (start, files_dir) = (&start, &files_dir);
                 scope.spawn(move || {
                     start.wait();
-                    checkpoints
-                        .iter()
-                        .try_for_each(|bytes| file.append(bytes).map(drop))
+                    checkpoints.iter().enumerate().try_for_each(|(k, bytes)| {
+                        file.append(bytes)?;
+                        if files {
+                            write_renamed(files_dir, &format!("{w}-{k}"), bytes)?;
+                        }
+                        Ok::<(), Failure>(())
+                    })
                 })
             })
             .collect();
@@ -124,4 +137,15 @@ pub(super) fn concurrent_appends(
         let seconds = t.elapsed().as_secs_f64();
         Ok((seconds, super::concurrent::process_cpu_s() - cpu))
     })
+}
+
+/// Writes `bytes` to a new temporary file in `dir` and renames it to `<name>.json` there, without
+/// flushing either: what a save that is durable by its journal does for its file.
+fn write_renamed(dir: &std::path::Path, name: &str, bytes: &[u8]) -> Result<(), Failure> {
+    let tmp = dir.join(format!(".{name}.tmp"));
+    let fail = |e: std::io::Error| Failure::msg(format!("{}: {e}", tmp.display()));
+    std::fs::File::create_new(&tmp)
+        .and_then(|mut f| f.write_all(bytes))
+        .map_err(fail)?;
+    std::fs::rename(&tmp, dir.join(format!("{name}.json"))).map_err(fail)
 }

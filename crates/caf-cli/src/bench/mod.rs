@@ -338,24 +338,9 @@ fn run_concurrent(
             concurrent::measure(mode, processes, saves, scratch, pg)
         })?);
     }
-    if !json {
-        eprintln!(
-            "measuring the floor: {} x {} appended, one fdatasync each …",
-            output::count(processes, "writer"),
-            output::count(saves, "checkpoint")
-        );
-    }
-    // The modes measured are kept if the floor cannot be (no room for its files, say).
-    let floor = concurrent::measure_floor(processes, saves, scratch)
-        .map_err(|e| {
-            let why = match e {
-                Failure::Failed(lines) => lines.join("; "),
-                Failure::Usage(line) => line,
-                Failure::Status(n) => format!("status {n}"),
-            };
-            eprintln!("warning: the floor could not be measured: {why}");
-        })
-        .ok();
+    // The modes measured are kept if a floor cannot be (no room for its files, say).
+    let floors = measure_floors(processes, saves, scratch, json);
+    let floors = [floors[0].as_ref(), floors[1].as_ref()];
     let peer = match peer {
         Some(p) => {
             if !json {
@@ -371,16 +356,58 @@ fn run_concurrent(
         None => None,
     };
     if json {
-        output::print_json(&ConcurrentReport::new(&all, floor.as_ref(), peer.as_ref()));
+        output::print_json(&ConcurrentReport::new(&all, floors, peer.as_ref()));
     } else {
-        print_concurrent(&all, floor.as_ref(), peer.as_ref());
+        print_concurrent(&all, floors, peer.as_ref());
     }
     Ok(())
 }
 
+/// The two floors of [`ConcurrentFloor`]: appends alone, then appends and files. One that cannot
+/// be measured is `None`, with a warning on stderr.
+fn measure_floors(
+    processes: u32,
+    saves: u32,
+    scratch: &Path,
+    json: bool,
+) -> [Option<ConcurrentFloor>; 2] {
+    let warn = |e: Failure| {
+        let why = match e {
+            Failure::Failed(lines) => lines.join("; "),
+            Failure::Usage(line) => line,
+            Failure::Status(n) => format!("status {n}"),
+        };
+        eprintln!("warning: the floor could not be measured: {why}");
+    };
+    let checkpoints = match concurrent::floor_checkpoints(saves) {
+        Ok(c) => c,
+        Err(e) => {
+            warn(e);
+            return [None, None];
+        }
+    };
+    [false, true].map(|with_files| {
+        if !json {
+            eprintln!(
+                "measuring the floor: {} x {} appended, one fdatasync each{} …",
+                output::count(processes, "writer"),
+                output::count(saves, "checkpoint"),
+                if with_files {
+                    ", and written to files"
+                } else {
+                    ""
+                }
+            );
+        }
+        concurrent::measure_floor(processes, &checkpoints, with_files, scratch)
+            .map_err(warn)
+            .ok()
+    })
+}
+
 fn print_concurrent(
     all: &[ConcurrentFigures],
-    floor: Option<&ConcurrentFloor>,
+    floors: [Option<&ConcurrentFloor>; 2],
     peer: Option<&serde_json::Value>,
 ) {
     let plain = Style::new();
@@ -422,9 +449,14 @@ fn print_concurrent(
             (format!("{:.0} µs", n("cpu_us_per_save")), plain),
         ]);
     }
-    if let Some(floor) = floor {
+    for floor in floors.into_iter().flatten() {
+        let name = if floor.with_files {
+            "floor: appends and files"
+        } else {
+            "floor: appends, one fdatasync each"
+        };
         table.row(vec![
-            ("floor: appends, one fdatasync each".into(), plain),
+            (name.into(), plain),
             (format!("{} x {}", floor.processes, floor.saves_each), plain),
             (format!("{:.0}", floor.saves_per_s), plain),
             ("-".into(), plain),
@@ -457,8 +489,15 @@ fn print_concurrent(
         crate::say!();
         let mut ratios = Table::new(&["CAF / LANGGRAPH", "SAVES PER SECOND"]);
         let rows = all.iter().map(|f| (mode_name(f.mode), f.saves_per_s));
-        let floor_row = floor.map(|f| ("floor (no store)".to_string(), f.saves_per_s));
-        for (name, rate) in rows.chain(floor_row) {
+        let floor_rows = floors.into_iter().flatten().map(|f| {
+            let name = if f.with_files {
+                "floor with files (no store)"
+            } else {
+                "floor (no store)"
+            };
+            (name.to_string(), f.saves_per_s)
+        });
+        for (name, rate) in rows.chain(floor_rows) {
             let r = peer::ratio(rate, peer_rate);
             ratios.row(vec![
                 (name, plain),
@@ -481,7 +520,9 @@ fn print_concurrent(
         "saves per second: the saves that returned, over the time from the word to go until the \
          last process reported; lost: saves that returned but are not in the store afterwards; \
          a failed save is not retried; floor: each writer appends the same checkpoints' bytes to \
-         a preallocated file of its own and flushes each, with nothing else done; CPU/SAVE: the \
+         a preallocated file of its own and flushes each, with nothing else done; floor with \
+         files: each writer also writes each checkpoint to a new file in one shared directory \
+         (created, written, renamed, not flushed), as the modes with files do; CPU/SAVE: the \
          CPU time the writers spent (all threads, user and system) per save."
     );
 }
