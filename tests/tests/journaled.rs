@@ -297,3 +297,66 @@ fn a_committed_save_whose_file_is_not_in_place_is_written_again() {
     assert_eq!(store.hybrid().recovery().rewritten, vec![anew.id.clone()]);
     assert_all_there(&store, &[&run[..2], &[anew]].concat());
 }
+
+/// Saves made while the writer waits for its turn (here: another connection holds the
+/// database's write lock) queue up, and the writer then saves them together, in one transaction: each
+/// one's rows are exactly its checkpoint (two executions' lines, interleaved, continued within
+/// the batch), every file is in place, and the mark counts them all; a crash after that leaves
+/// nothing to apply.
+#[test]
+fn saves_queued_behind_another_writer_are_written_together_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = agent_run(2, 12);
+    let (a, b) = run.split_at(12);
+    let interleaved: Vec<Checkpoint> = a
+        .iter()
+        .zip(b)
+        .flat_map(|(x, y)| [x.clone(), y.clone()])
+        .collect();
+    let store = journaled(dir.path());
+    let mut other = {
+        use diesel::connection::SimpleConnection;
+        use diesel::Connection;
+        let db = dir.path().join("caf.db");
+        let mut conn = diesel::SqliteConnection::establish(&db.display().to_string()).unwrap();
+        conn.batch_execute("BEGIN IMMEDIATE").unwrap();
+        conn
+    };
+    for c in &interleaved {
+        store.save(c).unwrap();
+    }
+    diesel::connection::SimpleConnection::batch_execute(&mut other, "COMMIT").unwrap();
+    let sql = store.settled_hybrid().sql();
+    for c in &interleaved {
+        assert_eq!(&sql.load(&c.id).unwrap(), c, "{}", c.id);
+    }
+    assert_all_there(&store, &interleaved);
+    let marks = marks(&dir.path().join("caf.db"));
+    assert_eq!(
+        marks,
+        vec![interleaved.len() as i64],
+        "the mark after the last"
+    );
+    store.abandon();
+    let store = journaled(dir.path());
+    assert_eq!(store.replayed(), 0, "the mark counts every save written");
+    assert_all_there(&store, &interleaved);
+}
+
+/// The writers' marks (`journal_slots.applied`).
+fn marks(db: &Path) -> Vec<i64> {
+    use diesel::sql_types::BigInt;
+    use diesel::{Connection, QueryableByName, RunQueryDsl};
+    #[derive(QueryableByName)]
+    struct Mark {
+        #[diesel(sql_type = BigInt)]
+        applied: i64,
+    }
+    let mut conn = diesel::SqliteConnection::establish(&db.display().to_string()).unwrap();
+    diesel::sql_query("SELECT applied FROM journal_slots")
+        .load::<Mark>(&mut conn)
+        .unwrap()
+        .into_iter()
+        .map(|m| m.applied)
+        .collect()
+}

@@ -383,6 +383,87 @@ impl<F: Fs> HybridStore<F> {
     }
 }
 
+impl<F: Fs> HybridStore<F> {
+    /// Saves a journal's writer's queued saves (redacted and encoded, in order) in one
+    /// transaction, with the journal's `mark`: each file is sealed and written (not flushed)
+    /// first, then the rows of all go in with one commit, then the files are put in place, as
+    /// [`HybridStore::save_redacted`] does for one. Nobody waits for these saves (the journal
+    /// holds them), so what counts is their work: one writers' turn, one commit and one write
+    /// of the pages they share for the batch rather than one each. On an error some may be
+    /// saved and some not; the journal's next pass saves again those the database lacks.
+    pub(crate) fn save_batch(
+        &self,
+        batch: Vec<(Checkpoint, caf_core::format::Unsealed)>,
+        mark: &JournalMark<'_>,
+    ) -> Result<()> {
+        let mut staged = Vec::with_capacity(batch.len());
+        let mut encoded = Vec::with_capacity(batch.len());
+        let mut checkpoints = Vec::with_capacity(batch.len());
+        for (checkpoint, unsealed) in batch {
+            let bytes = unsealed.seal();
+            let summary = CheckpointSummary::of(&checkpoint, bytes.len() as u64);
+            let file = self.files.stage_summarized(summary, &bytes)?;
+            let integrity = file.integrity().map(str::to_string).ok_or_else(|| {
+                self.sql_error(
+                    &checkpoint.id,
+                    SqlError::Refused {
+                        backend: self.sql.backend(),
+                        reason: format!(
+                            "the file of checkpoint {} states no checksum",
+                            checkpoint.id
+                        ),
+                    },
+                )
+            })?;
+            encoded.push(Encoded::with_integrity(bytes.len() as u64, integrity));
+            staged.push(file);
+            checkpoints.push(checkpoint);
+        }
+        let Some(last) = checkpoints.last() else {
+            return Ok(());
+        };
+        let ids: Vec<&str> = checkpoints.iter().map(|c| c.id.as_str()).collect();
+        let saves: Vec<_> = checkpoints.iter().zip(&encoded).collect();
+        let reserved = self.reserve(saves.len());
+        let outcomes = match self.sql.store_all_then(&saves, false, |conn| {
+            self.record_unflushed(conn, reserved.as_ref(), &ids)?;
+            crate::journal_marks::record_in(conn, mark)
+        }) {
+            Ok((outcomes, ())) => {
+                if let Some((_, f)) = &self.unflushed {
+                    f.release();
+                }
+                outcomes
+            }
+            Err(e) => {
+                if let (Some((_, f)), Some(r), SqlError::CommitUnknown { .. }) =
+                    (&self.unflushed, reserved.as_ref(), &e)
+                {
+                    f.hold(r.first);
+                }
+                return Err(self.sql_error(&last.id, e));
+            }
+        };
+        let mut in_place = true;
+        let mut failed = None;
+        for ((file, outcome), checkpoint) in staged.into_iter().zip(outcomes).zip(&checkpoints) {
+            if let Err(u) = self.files.try_publish(file) {
+                // As for one save: a new checkpoint whose file did not get in place is taken
+                // out of the database too.
+                if !u.in_place && outcome == SyncOutcome::Added {
+                    let _ = self.sql.delete_checkpoint(&checkpoint.id);
+                }
+                in_place &= u.in_place;
+                failed.get_or_insert(u.error);
+            }
+        }
+        if let Some(r) = reserved.filter(|_| in_place) {
+            r.done();
+        }
+        failed.map_or(Ok(()), Err)
+    }
+}
+
 impl<F: Fs> CheckpointStore for HybridStore<F> {
     fn save(&self, checkpoint: &Checkpoint) -> Result<CheckpointSummary> {
         // Woken now, the stager is up by the time the file is handed to it.

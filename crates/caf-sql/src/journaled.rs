@@ -390,18 +390,43 @@ fn apply<F: Fs>(
     Ok(applied)
 }
 
+/// At most this many queued saves go into one transaction of the writer.
+const BATCH_SAVES: usize = 64;
+/// A batch takes no more queued saves once it holds this many bytes.
+const BATCH_BYTES: usize = 8 << 20;
+
+/// The writer's loop: takes the queued saves (those of one slot generation, in order, a batch at
+/// most [`BATCH_SAVES`] and about [`BATCH_BYTES`]) and saves them in one transaction with the
+/// mark after the last ([`HybridStore::save_batch`]). The agent does not wait for them, so when
+/// it saves faster than they are written, the queue's saves share a commit.
 fn write_queue<F: Fs>(shared: &Shared<F>) {
     loop {
-        let (checkpoint, unsealed, generation, number) = {
+        let (batch, generation, number) = {
             let mut q = lock(&shared.queue);
             loop {
                 if q.failed.is_some() {
                     // Saves queued after one that failed wait in the journal for the next call
                     // to write them, in order.
                     q.jobs.clear();
-                } else if let Some(job) = q.jobs.pop_front() {
+                } else if let Some((checkpoint, unsealed, generation, mut number)) =
+                    q.jobs.pop_front()
+                {
+                    let mut bytes = unsealed.len();
+                    let mut batch = vec![(checkpoint, unsealed)];
+                    while batch.len() < BATCH_SAVES && bytes < BATCH_BYTES {
+                        match q.jobs.front() {
+                            Some(&(_, _, g, n)) if g == generation && n == number + 1 => {}
+                            _ => break,
+                        }
+                        let Some((checkpoint, unsealed, _, n)) = q.jobs.pop_front() else {
+                            break;
+                        };
+                        bytes += unsealed.len();
+                        number = n;
+                        batch.push((checkpoint, unsealed));
+                    }
                     q.busy = true;
-                    break job;
+                    break (batch, generation, number);
                 }
                 if q.stop {
                     return;
@@ -415,22 +440,25 @@ fn write_queue<F: Fs>(shared: &Shared<F>) {
             generation,
             applied: number + 1,
         };
+        let last = batch.last().map(|(c, _)| c.id.clone());
         let written = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            let bytes = FileBytes::Unsealed(unsealed);
-            hybrid.save_redacted(&checkpoint, bytes, false, Some(&mark))
+            hybrid.save_batch(batch, &mark)
         }))
         .unwrap_or_else(|_| {
             Err(Error::Backend {
                 backend: hybrid.sql().backend().name(),
-                message: format!("writing checkpoint {} stopped short", checkpoint.id),
+                message: format!(
+                    "writing checkpoint {} stopped short",
+                    last.map_or_else(String::new, |id| id.to_string())
+                ),
                 source: None,
             })
         });
         let mut q = lock(&shared.queue);
         q.busy = false;
         if let Err(e) = written {
-            // The journal holds this save and those queued after it: they are written again,
-            // in order, by the next call.
+            // The journal holds these saves and those queued after them: they are written
+            // again, in order, by the next call.
             q.jobs.clear();
             q.failed.get_or_insert(e);
         }

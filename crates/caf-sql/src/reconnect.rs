@@ -119,23 +119,29 @@ impl SqlStore {
         self.backend() == Backend::Postgres && is_connection_loss(e) && !is_commit_lost(e)
     }
 
-    /// The error of a failed save: a commit cut off with the connection becomes
-    /// [`SqlError::CommitUnknown`], and is remembered to be taken out (see the
-    /// [module docs](self)); anything else is returned as it is.
+    /// The error of a failed save of `saves` (ids and checksums; one transaction): a commit
+    /// cut off with the connection becomes [`SqlError::CommitUnknown`] (naming the last), and
+    /// each is remembered to be taken out (see the [module docs](self)); anything else is
+    /// returned as it is.
     pub(crate) fn save_failed(
         &self,
         inner: &mut Inner,
         e: SqlError,
-        id: &CheckpointId,
-        integrity: &str,
+        saves: &[(&CheckpointId, String)],
     ) -> SqlError {
-        if !is_commit_lost(&e) {
+        let Some((last, _)) = saves.last().filter(|_| is_commit_lost(&e)) else {
             return e;
-        }
-        inner.unknown.push((id.clone(), integrity.to_string()));
+        };
+        let id = last.to_string();
+        // Taken out last first: the newest goes before the checkpoints it continues.
+        inner.unknown.extend(
+            saves
+                .iter()
+                .map(|(id, integrity)| ((*id).clone(), integrity.clone())),
+        );
         SqlError::CommitUnknown {
             backend: self.backend(),
-            id: id.to_string(),
+            id,
             source: Box::new(e),
         }
     }

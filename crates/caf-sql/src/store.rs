@@ -351,20 +351,46 @@ impl SqlStore {
         flush: bool,
         then: impl Fn(&mut AnyConnection) -> Result<T>,
     ) -> Result<(SyncOutcome, T)> {
+        let (outcomes, value) = self.store_all_then(&[(checkpoint, enc)], flush, then)?;
+        Ok((outcomes[0], value))
+    }
+
+    /// [`store_encoded_then`](Self::store_encoded_then) for several checkpoints, stored in
+    /// order in one transaction (all or none), then `then`: what each save did.
+    pub(crate) fn store_all_then<T>(
+        &self,
+        saves: &[(&Checkpoint, &Encoded<'_>)],
+        flush: bool,
+        then: impl Fn(&mut AnyConnection) -> Result<T>,
+    ) -> Result<(Vec<SyncOutcome>, T)> {
         let mut attempt = 0;
         loop {
             let started = std::time::Instant::now();
             let mut inner = self.ready()?;
             let turn = self.group.as_ref().map(GroupCommit::turn);
             let Inner { conn, cache, .. } = &mut *inner;
-            match conn.in_tx(TxMode::Write, |conn| {
-                let saved = save_in_tx(conn, cache, checkpoint, enc)?;
-                Ok((saved, then(conn)?))
-            }) {
-                Ok((saved, value)) => {
+            // The lines whose tips this transaction put in the cache: forgotten if it does
+            // not commit (a later save of the batch continues from an earlier one's tip).
+            let mut lines = Vec::new();
+            let stored = conn.in_tx(TxMode::Write, |conn| {
+                let mut outcomes = Vec::with_capacity(saves.len());
+                for &(checkpoint, enc) in saves {
+                    let saved = save_in_tx(conn, cache, checkpoint, enc)?;
                     if let Some(tip) = saved.tip {
+                        lines.push(tip.place.line_id);
                         cache.put(tip);
                     }
+                    outcomes.push(saved.outcome);
+                }
+                Ok((outcomes, then(conn)?))
+            });
+            if stored.is_err() {
+                for line in lines {
+                    cache.forget_line(line);
+                }
+            }
+            match stored {
+                Ok(stored) => {
                     drop(turn);
                     drop(inner);
                     let ns = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
@@ -373,7 +399,7 @@ impl SqlStore {
                     if flush {
                         self.flush_commits()?;
                     }
-                    return Ok((saved.outcome, value));
+                    return Ok(stored);
                 }
                 Err(e) if e.is_retryable() && attempt < RETRIES => {
                     attempt += 1;
@@ -390,10 +416,13 @@ impl SqlStore {
                         attempt += 1;
                         continue;
                     }
-                    // A lost commit had its checksum (its row was written with it); an error
-                    // before that does not wait for it.
-                    let integrity = enc.known().unwrap_or_default().to_string();
-                    let e = self.save_failed(&mut inner, e, &checkpoint.id, &integrity);
+                    // A lost commit had its checksums (its rows were written with them); an
+                    // error before that does not wait for them.
+                    let ids: Vec<_> = saves
+                        .iter()
+                        .map(|(c, enc)| (&c.id, enc.known().unwrap_or_default().to_string()))
+                        .collect();
+                    let e = self.save_failed(&mut inner, e, &ids);
                     return Err(e.located(|| self.location()));
                 }
             }
