@@ -57,7 +57,8 @@ pub struct HybridStore<F: Fs = RealFs> {
     /// Present when files are written without flushing (the database commit is the flush).
     unflushed: Option<(Writer, Flusher<F>)>,
     recovery: Recovery,
-    /// Writes a save's file while its rows are written (started by the first save).
+    /// Writes a save's file while its rows are written (started by the first save; a
+    /// journal's writer, which nobody waits for, writes its files itself).
     stager: OnceLock<Stager>,
 }
 
@@ -262,15 +263,11 @@ impl<F: Fs> HybridStore<F> {
     /// Saves a checkpoint already redacted by the file store's redactor, encoded as `bytes`
     /// (sealed, or still to be sealed with their checksum): stages its file (as it is: not
     /// redacted again) on the [`Stager`]'s thread, which seals it first, while its rows are
-    /// written; commits them once the file is staged, then puts the file in place. Without
-    /// `flush`, the commit is not flushed (a journal holds the save: see
-    /// [`crate::JournaledStore`]); `mark` is then recorded in the same transaction.
+    /// written; commits them once the file is staged, then puts the file in place.
     pub(crate) fn save_redacted(
         &self,
         checkpoint: &Checkpoint,
         bytes: FileBytes,
-        flush: bool,
-        mark: Option<&JournalMark<'_>>,
     ) -> Result<CheckpointSummary> {
         let id = &checkpoint.id;
         let len = bytes.len() as u64;
@@ -323,13 +320,10 @@ impl<F: Fs> HybridStore<F> {
         };
         let enc = known.unwrap_or_else(|| Encoded::later(len, &integrity));
         let reserved = self.reserve(1);
-        let stored = self
-            .sql
-            .store_encoded_then(checkpoint, &enc, flush, |conn| {
-                file_written()?;
-                self.record_unflushed(conn, reserved.as_ref(), &[id.as_str()])?;
-                mark.map_or(Ok(()), |m| crate::journal_marks::record_in(conn, m))
-            });
+        let stored = self.sql.store_encoded_then(checkpoint, &enc, |conn| {
+            file_written()?;
+            self.record_unflushed(conn, reserved.as_ref(), &[id.as_str()])
+        });
         drop(staging);
         let staged = match staged.into_inner() {
             Some(Err(e)) => return Err(e),
@@ -384,83 +378,76 @@ impl<F: Fs> HybridStore<F> {
 }
 
 impl<F: Fs> HybridStore<F> {
-    /// Saves a journal's writer's queued saves (redacted and encoded, in order) in one
-    /// transaction, with the journal's `mark`: each file is sealed and written (not flushed)
-    /// first, then the rows of all go in with one commit, then the files are put in place, as
-    /// [`HybridStore::save_redacted`] does for one. Nobody waits for these saves (the journal
-    /// holds them), so what counts is their work: one writers' turn, one commit and one write
-    /// of the pages they share for the batch rather than one each. On an error some may be
-    /// saved and some not; the journal's next pass saves again those the database lacks.
+    /// Saves a journal's writer's queued saves (redacted and encoded, in order) together, with
+    /// the journal's `mark`: each file is sealed, written and put in place (not flushed), then
+    /// the rows of all and the mark go in one transaction. Nobody waits for these saves (the
+    /// journal holds them), so what counts is their work: one writers' turn, one commit and one
+    /// write of the pages they share for the batch rather than one each.
+    ///
+    /// The files go in place before the commit, not after as in
+    /// [`HybridStore::save_redacted`]: an error anywhere leaves the mark where it was, so that
+    /// the journal's next pass ([`crate::JournaledStore`]) saves again every one of them the
+    /// database or the files lack — none is taken out, all were acknowledged. A file in place
+    /// whose rows are not (yet) in the database is what a save from another process looks like
+    /// until `caf sync`. A journaled store's database is SQLite, whose commits are not lost
+    /// with a connection, so no commit here has an unknown outcome.
     pub(crate) fn save_batch(
         &self,
         batch: Vec<(Checkpoint, caf_core::format::Unsealed)>,
         mark: &JournalMark<'_>,
     ) -> Result<()> {
-        let mut staged = Vec::with_capacity(batch.len());
         let mut encoded = Vec::with_capacity(batch.len());
         let mut checkpoints = Vec::with_capacity(batch.len());
+        // An error after a file got in place (flushing its directory, adding its index line):
+        // the checkpoint is saved, the error is still reported once the rows are in.
+        let mut late = None;
         for (checkpoint, unsealed) in batch {
             let bytes = unsealed.seal();
             let summary = CheckpointSummary::of(&checkpoint, bytes.len() as u64);
             let file = self.files.stage_summarized(summary, &bytes)?;
-            let integrity = file.integrity().map(str::to_string).ok_or_else(|| {
-                self.sql_error(
-                    &checkpoint.id,
-                    SqlError::Refused {
-                        backend: self.sql.backend(),
-                        reason: format!(
-                            "the file of checkpoint {} states no checksum",
-                            checkpoint.id
-                        ),
-                    },
-                )
-            })?;
+            let Some(integrity) = file.integrity().map(str::to_string) else {
+                return Err(Error::io(
+                    self.files.path_of(&checkpoint.id),
+                    std::io::Error::other("the staged file states no checksum"),
+                ));
+            };
+            if let Err(u) = self.files.try_publish(file) {
+                if !u.in_place {
+                    return Err(u.error);
+                }
+                late.get_or_insert(u.error);
+            }
             encoded.push(Encoded::with_integrity(bytes.len() as u64, integrity));
-            staged.push(file);
             checkpoints.push(checkpoint);
         }
-        let Some(last) = checkpoints.last() else {
-            return Ok(());
-        };
         let ids: Vec<&str> = checkpoints.iter().map(|c| c.id.as_str()).collect();
         let saves: Vec<_> = checkpoints.iter().zip(&encoded).collect();
         let reserved = self.reserve(saves.len());
-        let outcomes = match self.sql.store_all_then(&saves, false, |conn| {
+        let stored = self.sql.store_all_then(&saves, false, |conn| {
             self.record_unflushed(conn, reserved.as_ref(), &ids)?;
             crate::journal_marks::record_in(conn, mark)
-        }) {
-            Ok((outcomes, ())) => {
-                if let Some((_, f)) = &self.unflushed {
-                    f.release();
-                }
-                outcomes
-            }
-            Err(e) => {
-                if let (Some((_, f)), Some(r), SqlError::CommitUnknown { .. }) =
-                    (&self.unflushed, reserved.as_ref(), &e)
-                {
-                    f.hold(r.first);
-                }
-                return Err(self.sql_error(&last.id, e));
-            }
-        };
-        let mut in_place = true;
-        let mut failed = None;
-        for ((file, outcome), checkpoint) in staged.into_iter().zip(outcomes).zip(&checkpoints) {
-            if let Err(u) = self.files.try_publish(file) {
-                // As for one save: a new checkpoint whose file did not get in place is taken
-                // out of the database too.
-                if !u.in_place && outcome == SyncOutcome::Added {
-                    let _ = self.sql.delete_checkpoint(&checkpoint.id);
-                }
-                in_place &= u.in_place;
-                failed.get_or_insert(u.error);
-            }
+        });
+        if let Err(e) = stored {
+            let (first, last) = (ids.first(), ids.last());
+            return Err(Error::Backend {
+                backend: self.sql.backend().name(),
+                message: format!(
+                    "{} journaled save(s), checkpoints {} to {}, were not written to the \
+                     database ({e}); the journal holds them",
+                    ids.len(),
+                    first.unwrap_or(&""),
+                    last.unwrap_or(&"")
+                ),
+                source: Some(Box::new(e)),
+            });
         }
-        if let Some(r) = reserved.filter(|_| in_place) {
+        if let Some((_, f)) = &self.unflushed {
+            f.release();
+        }
+        if let Some(r) = reserved {
             r.done();
         }
-        failed.map_or(Ok(()), Err)
+        late.map_or(Ok(()), Err)
     }
 }
 
@@ -475,7 +462,7 @@ impl<F: Fs> CheckpointStore for HybridStore<F> {
         } else {
             FileBytes::Sealed(unsealed.seal())
         };
-        self.save_redacted(&redacted, bytes, true, None)
+        self.save_redacted(&redacted, bytes)
     }
 
     /// Redacts the checkpoint with the file store's rules (encoding it again if that changed
@@ -485,7 +472,7 @@ impl<F: Fs> CheckpointStore for HybridStore<F> {
         let (redacted, bytes) = self
             .files
             .redact_and_encode(checkpoint, Some(bytes), self)?;
-        self.save_redacted(&redacted, FileBytes::Sealed(bytes.into_owned()), true, None)
+        self.save_redacted(&redacted, FileBytes::Sealed(bytes.into_owned()))
     }
 
     fn load(&self, id: &CheckpointId) -> Result<Checkpoint> {

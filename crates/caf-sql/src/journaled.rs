@@ -21,7 +21,7 @@ type Job = (Checkpoint, Unsealed, u64, u64);
 
 struct Queue {
     jobs: VecDeque<Job>,
-    /// The writer is writing a job it took off the queue.
+    /// The writer is writing jobs it took off the queue.
     busy: bool,
     /// Why the writer could not write a journaled save (the journal still holds it, and the
     /// saves queued after it).
@@ -49,7 +49,8 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 /// A [`HybridStore`] whose saves are durable after **one flush: an append to the store's
 /// journal** (`DIR/.caf/journal/`), the save's encoded bytes in one record. A writer thread
-/// then writes the checkpoint's file and rows as the hybrid store does, without flushing them.
+/// then writes the checkpoint's file and rows, without flushing them; the saves queued while
+/// it writes go together next time, their rows in one transaction.
 ///
 /// - **Durable when `save` returns.** After a crash or a power loss, opening the store again
 ///   applies every journaled save the database lacks (its file written again, byte for byte),
@@ -384,7 +385,7 @@ fn apply<F: Fs>(
         if have.get(&checkpoint.id) == Some(&integrity) && in_file.as_ref() == Some(&integrity) {
             continue;
         }
-        hybrid.save_redacted(&checkpoint, FileBytes::Sealed(sealed), true, None)?;
+        hybrid.save_redacted(&checkpoint, FileBytes::Sealed(sealed))?;
         applied += 1;
     }
     Ok(applied)
@@ -522,7 +523,7 @@ impl<F: Fs> CheckpointStore for JournaledStore<F> {
                 Ok(summary)
             }
             // Larger than the journal: saved as the hybrid store saves (the writer is idle).
-            None => hybrid.save_redacted(&redacted, FileBytes::Unsealed(unsealed), true, None),
+            None => hybrid.save_redacted(&redacted, FileBytes::Unsealed(unsealed)),
         }
     }
 

@@ -57,6 +57,8 @@ pub struct SqlStore {
     last_flush_ns: std::sync::atomic::AtomicU64,
     /// How long the last save's transaction took, its flush excluded, in nanoseconds.
     last_write_ns: std::sync::atomic::AtomicU64,
+    /// How many save transactions this store committed (see [`SqlStore::write_transactions`]).
+    write_transactions: std::sync::atomic::AtomicU64,
     /// Called after each flush of the log (see [`SqlStore::on_log_flush`]).
     #[cfg(feature = "test-support")]
     log_flushed: std::sync::OnceLock<Box<dyn Fn() + Send + Sync>>,
@@ -99,6 +101,7 @@ impl SqlStore {
             group,
             last_flush_ns: std::sync::atomic::AtomicU64::new(0),
             last_write_ns: std::sync::atomic::AtomicU64::new(0),
+            write_transactions: std::sync::atomic::AtomicU64::new(0),
             #[cfg(feature = "test-support")]
             log_flushed: std::sync::OnceLock::new(),
             encoder: Mutex::new(Encoder::default()),
@@ -232,6 +235,13 @@ impl SqlStore {
         let _ = self.log_flushed.set(Box::new(hook));
     }
 
+    /// How many transactions that save checkpoints this store has committed: one per save,
+    /// except that a [`crate::JournaledStore`]'s writer saves the saves queued for it together.
+    pub fn write_transactions(&self) -> u64 {
+        self.write_transactions
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// Whether this store flushes its commits itself, after them (SQLite's group commit): a
     /// commit is then durable once [`SqlStore::flush_commits`] has run.
     pub(crate) fn flushes_after_commit(&self) -> bool {
@@ -336,27 +346,26 @@ impl SqlStore {
         checkpoint: &Checkpoint,
         enc: &Encoded<'_>,
     ) -> Result<SyncOutcome> {
-        self.store_encoded_then(checkpoint, enc, true, |_| Ok(()))
+        self.store_encoded_then(checkpoint, enc, |_| Ok(()))
             .map(|(outcome, ())| outcome)
     }
 
     /// Like [`store_encoded`](Self::store_encoded), running `then` in the same transaction
     /// after the checkpoint is stored (it commits, or is rolled back, with the checkpoint).
-    /// Without `flush`, a group commit's log is not flushed after it (the caller's journal
-    /// holds the save; [`SqlStore::flush_commits`] flushes later).
     pub(crate) fn store_encoded_then<T>(
         &self,
         checkpoint: &Checkpoint,
         enc: &Encoded<'_>,
-        flush: bool,
         then: impl Fn(&mut AnyConnection) -> Result<T>,
     ) -> Result<(SyncOutcome, T)> {
-        let (outcomes, value) = self.store_all_then(&[(checkpoint, enc)], flush, then)?;
+        let (outcomes, value) = self.store_all_then(&[(checkpoint, enc)], true, then)?;
         Ok((outcomes[0], value))
     }
 
     /// [`store_encoded_then`](Self::store_encoded_then) for several checkpoints, stored in
-    /// order in one transaction (all or none), then `then`: what each save did.
+    /// order in one transaction (all or none), then `then`: what each save did. Without
+    /// `flush`, a group commit's log is not flushed after it (the caller's journal holds the
+    /// saves; [`SqlStore::flush_commits`] flushes later).
     pub(crate) fn store_all_then<T>(
         &self,
         saves: &[(&Checkpoint, &Encoded<'_>)],
@@ -369,28 +378,26 @@ impl SqlStore {
             let mut inner = self.ready()?;
             let turn = self.group.as_ref().map(GroupCommit::turn);
             let Inner { conn, cache, .. } = &mut *inner;
-            // The lines whose tips this transaction put in the cache: forgotten if it does
-            // not commit (a later save of the batch continues from an earlier one's tip).
-            let mut lines = Vec::new();
+            // The cache as this transaction leaves it (a later save of a batch continues from
+            // an earlier one's tip); put back once committed, and empty otherwise, panics
+            // included: no tip of rows rolled back stays.
+            let mut tips = std::mem::take(cache);
             let stored = conn.in_tx(TxMode::Write, |conn| {
                 let mut outcomes = Vec::with_capacity(saves.len());
                 for &(checkpoint, enc) in saves {
-                    let saved = save_in_tx(conn, cache, checkpoint, enc)?;
+                    let saved = save_in_tx(conn, &mut tips, checkpoint, enc)?;
                     if let Some(tip) = saved.tip {
-                        lines.push(tip.place.line_id);
-                        cache.put(tip);
+                        tips.put(tip);
                     }
                     outcomes.push(saved.outcome);
                 }
                 Ok((outcomes, then(conn)?))
             });
-            if stored.is_err() {
-                for line in lines {
-                    cache.forget_line(line);
-                }
-            }
             match stored {
                 Ok(stored) => {
+                    *cache = tips;
+                    self.write_transactions
+                        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     drop(turn);
                     drop(inner);
                     let ns = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);

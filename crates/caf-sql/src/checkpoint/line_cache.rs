@@ -99,7 +99,8 @@ impl LineCache {
         (tip.place == place && tip.checkpoint_id == checkpoint_id).then_some(tip)
     }
 
-    /// Remembers a tip (after its transaction committed).
+    /// Remembers a tip: in the cache of a transaction, which becomes the store's once it
+    /// commits (see [`crate::SqlStore`]'s saves).
     pub fn put(&mut self, tip: Tip) {
         self.clock += 1;
         self.entries.insert(tip.place.line_id, (self.clock, tip));
