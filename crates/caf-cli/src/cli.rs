@@ -552,8 +552,9 @@ pub struct BenchArgs {
 
     /// Instead of the single-agent workload: N processes save into one store at once, each its
     /// own execution (--saves each); prints saves per second, errors, lost saves and CPU time
-    /// per save, and the floor: N writers appending the same bytes, one fdatasync each. With
-    /// --peer, LangGraph's SqliteSaver runs the same with N processes on one SQLite file.
+    /// per save, and two floors: N writers appending the same bytes, one fdatasync each, and
+    /// the same also writing each checkpoint to a new file. With --peer, LangGraph's
+    /// SqliteSaver runs the same with N processes on one SQLite file.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=256))]
     pub concurrent: Option<u32>,
     /// Saves per process with --concurrent.
