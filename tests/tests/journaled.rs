@@ -314,18 +314,11 @@ fn saves_queued_behind_another_writer_are_written_together_whole() {
         .flat_map(|(x, y)| [x.clone(), y.clone()])
         .collect();
     let store = journaled(dir.path());
-    let mut other = {
-        use diesel::connection::SimpleConnection;
-        use diesel::Connection;
-        let db = dir.path().join("caf.db");
-        let mut conn = diesel::SqliteConnection::establish(&db.display().to_string()).unwrap();
-        conn.batch_execute("BEGIN IMMEDIATE").unwrap();
-        conn
-    };
+    let other = WriteLock::take(&dir.path().join("caf.db"));
     for c in &interleaved {
         store.save(c).unwrap();
     }
-    diesel::connection::SimpleConnection::batch_execute(&mut other, "COMMIT").unwrap();
+    other.release();
     let sql = store.settled_hybrid().sql();
     // The first save alone (the writer took it before the others came), then the rest.
     assert_eq!(sql.write_transactions(), 2, "saves written together");
@@ -355,18 +348,11 @@ fn a_batch_that_fails_halfway_is_written_again_whole_by_the_next_call() {
     let store = journaled(dir.path());
     let blocked = store.hybrid().files().path_of(&run[3].id);
     std::fs::create_dir(&blocked).unwrap();
-    let mut other = {
-        use diesel::connection::SimpleConnection;
-        use diesel::Connection;
-        let db = dir.path().join("caf.db");
-        let mut conn = diesel::SqliteConnection::establish(&db.display().to_string()).unwrap();
-        conn.batch_execute("BEGIN IMMEDIATE").unwrap();
-        conn
-    };
+    let other = WriteLock::take(&dir.path().join("caf.db"));
     for c in &run {
         store.save(c).unwrap();
     }
-    diesel::connection::SimpleConnection::batch_execute(&mut other, "COMMIT").unwrap();
+    other.release();
     // The writer failed on the batch of saves 1 to 7: nothing of it is in the database.
     let sql = store.settled_hybrid().sql();
     assert_eq!(sql.write_transactions(), 1, "only the first save went in");
@@ -375,6 +361,24 @@ fn a_batch_that_fails_halfway_is_written_again_whole_by_the_next_call() {
     // The next call writes them again from the journal.
     assert_eq!(&store.load(&run[3].id).unwrap(), &run[3]);
     assert_all_there(&store, &run);
+}
+
+/// The database's write lock, held by another connection (its transaction open) until
+/// released: the store's writer waits for its turn meanwhile.
+struct WriteLock(diesel::SqliteConnection);
+
+impl WriteLock {
+    fn take(db: &Path) -> Self {
+        use diesel::connection::SimpleConnection;
+        use diesel::Connection;
+        let mut conn = diesel::SqliteConnection::establish(&db.display().to_string()).unwrap();
+        conn.batch_execute("BEGIN IMMEDIATE").unwrap();
+        Self(conn)
+    }
+
+    fn release(mut self) {
+        diesel::connection::SimpleConnection::batch_execute(&mut self.0, "COMMIT").unwrap();
+    }
 }
 
 /// The writers' marks (`journal_slots.applied`).
