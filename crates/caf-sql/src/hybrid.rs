@@ -387,10 +387,10 @@ impl<F: Fs> HybridStore<F> {
     /// The files go in place before the commit, not after as in
     /// [`HybridStore::save_redacted`]: an error anywhere leaves the mark where it was, so that
     /// the journal's next pass ([`crate::JournaledStore`]) saves again every one of them the
-    /// database or the files lack — none is taken out, all were acknowledged. A file in place
-    /// whose rows are not (yet) in the database is what a save from another process looks like
-    /// until `caf sync`. A journaled store's database is SQLite, whose commits are not lost
-    /// with a connection, so no commit here has an unknown outcome.
+    /// database or the files lack — all were acknowledged. Until then the files this batch put
+    /// in place are taken out again (best effort), so that none stays without its rows. A
+    /// journaled store's database is SQLite, whose commits are not lost with a connection, so
+    /// no commit here has an unknown outcome.
     pub(crate) fn save_batch(
         &self,
         batch: Vec<(Checkpoint, caf_core::format::Unsealed)>,
@@ -398,24 +398,36 @@ impl<F: Fs> HybridStore<F> {
     ) -> Result<()> {
         let mut encoded = Vec::with_capacity(batch.len());
         let mut checkpoints = Vec::with_capacity(batch.len());
-        // An error after a file got in place (flushing its directory, adding its index line):
-        // the checkpoint is saved, the error is still reported once the rows are in.
+        // An error after a file got in place (flushing its directory): the checkpoint is
+        // saved, the error is still reported once the rows are in.
         let mut late = None;
+        let mut placed = Vec::with_capacity(batch.len());
         for (checkpoint, unsealed) in batch {
             let bytes = unsealed.seal();
             let summary = CheckpointSummary::of(&checkpoint, bytes.len() as u64);
-            let file = self.files.stage_summarized(summary, &bytes)?;
-            let Some(integrity) = file.integrity().map(str::to_string) else {
-                return Err(Error::io(
-                    self.files.path_of(&checkpoint.id),
-                    std::io::Error::other("the staged file states no checksum"),
-                ));
+            let published = self
+                .files
+                .stage_summarized(summary, &bytes)
+                .and_then(|file| {
+                    let integrity = file.integrity().map(str::to_string).ok_or_else(|| {
+                        Error::io(
+                            self.files.path_of(&checkpoint.id),
+                            std::io::Error::other("the staged file states no checksum"),
+                        )
+                    })?;
+                    match self.files.try_publish(file) {
+                        Err(u) if !u.in_place => Err(u.error),
+                        Err(u) => Ok((integrity, Some(u.error))),
+                        Ok(_) => Ok((integrity, None)),
+                    }
+                });
+            let (integrity, error) = match published {
+                Ok(done) => done,
+                Err(e) => return Err(self.take_out(&placed, e)),
             };
-            if let Err(u) = self.files.try_publish(file) {
-                if !u.in_place {
-                    return Err(u.error);
-                }
-                late.get_or_insert(u.error);
+            placed.push(checkpoint.id.clone());
+            if let Some(e) = error {
+                late.get_or_insert(e);
             }
             encoded.push(Encoded::with_integrity(bytes.len() as u64, integrity));
             checkpoints.push(checkpoint);
@@ -429,7 +441,7 @@ impl<F: Fs> HybridStore<F> {
         });
         if let Err(e) = stored {
             let (first, last) = (ids.first(), ids.last());
-            return Err(Error::Backend {
+            let e = Error::Backend {
                 backend: self.sql.backend().name(),
                 message: format!(
                     "{} journaled save(s), checkpoints {} to {}, were not written to the \
@@ -439,7 +451,8 @@ impl<F: Fs> HybridStore<F> {
                     last.unwrap_or(&"")
                 ),
                 source: Some(Box::new(e)),
-            });
+            };
+            return Err(self.take_out(&placed, e));
         }
         if let Some((_, f)) = &self.unflushed {
             f.release();
@@ -448,6 +461,17 @@ impl<F: Fs> HybridStore<F> {
             r.done();
         }
         late.map_or(Ok(()), Err)
+    }
+
+    /// Takes out the files of a batch that failed before its rows went in (best effort), so
+    /// that none is left in place without its rows until the journal's next pass writes it
+    /// again (meanwhile another process could delete it, and that pass would bring it back).
+    /// Returns `error`.
+    fn take_out(&self, placed: &[CheckpointId], error: Error) -> Error {
+        for id in placed {
+            let _ = self.files.delete(id);
+        }
+        error
     }
 }
 

@@ -27,9 +27,10 @@ pub(crate) struct JournalMark<'a> {
 }
 
 /// Records, in the transaction of the save of the record before `mark.applied`, that the
-/// slot's records before it are written. Committed with the save's rows (its file is then put
-/// in place, or written again from the database by the next open, see [`crate::recover`]), so
-/// that no other store's later delete or save of the checkpoint can be undone from the journal.
+/// slot's records before it are written. Committed with the saves' rows (their files already
+/// in place, see [`crate::HybridStore`]'s batches; unflushed, so written again from the
+/// database by the next open after a power loss, see [`crate::recover`]), so that no other
+/// store's later delete or save of the checkpoint can be undone from the journal.
 pub(crate) fn record_in(conn: &mut AnyConnection, mark: &JournalMark<'_>) -> Result<()> {
     // The generation is stored as its bits (a BIGINT is signed).
     let (generation, applied) = (mark.generation as i64, mark.applied as i64);

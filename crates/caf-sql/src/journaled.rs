@@ -330,7 +330,7 @@ fn empty<F: Fs>(shared: &Shared<F>, slot: &mut Slot<F>) -> Result<()> {
 }
 
 /// Saves again what the journal slots `held` hold after their writer's mark (see
-/// [`SqlStore::mark_journal`](crate::SqlStore)): the last record of each checkpoint, unless the
+/// [`crate::journal_marks`]): the last record of each checkpoint, unless the
 /// database and the checkpoint's file both hold exactly it, through the hybrid store's flushed
 /// save. How many it saved.
 fn apply<F: Fs>(

@@ -235,8 +235,9 @@ impl SqlStore {
         let _ = self.log_flushed.set(Box::new(hook));
     }
 
-    /// How many transactions that save checkpoints this store has committed: one per save,
-    /// except that a [`crate::JournaledStore`]'s writer saves the saves queued for it together.
+    /// How many transactions of saves this store has committed: one per save, except that a
+    /// [`crate::JournaledStore`]'s writer saves the saves queued for it together (reindexing,
+    /// [`SqlStore::reindex_from`], is not counted).
     pub fn write_transactions(&self) -> u64 {
         self.write_transactions
             .load(std::sync::atomic::Ordering::Relaxed)
