@@ -509,7 +509,9 @@ impl AnyConnection {
     }
 
     /// Runs `f` in a transaction of `mode`: committed if it returns `Ok` (rolled back for
-    /// [`TxMode::ReadOnly`], whatever happens), rolled back otherwise.
+    /// [`TxMode::ReadOnly`], whatever happens), rolled back otherwise — also if `f` panics (the
+    /// panic then goes on), so that the connection, and on SQLite the database's write lock,
+    /// is not left held by a transaction nobody ends (a journal's writer survives a panic).
     pub(crate) fn in_tx<T>(
         &mut self,
         mode: TxMode,
@@ -518,7 +520,12 @@ impl AnyConnection {
         let backend = self.backend();
         self.begin(mode)
             .map_err(SqlError::query(backend, "starting a transaction"))?;
-        match f(self) {
+        let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&mut *self)));
+        let ran = ran.unwrap_or_else(|panic| {
+            let _ = <Self as Connection>::TransactionManager::rollback_transaction(self);
+            std::panic::resume_unwind(panic)
+        });
+        match ran {
             Ok(v) if mode != TxMode::ReadOnly => {
                 <Self as Connection>::TransactionManager::commit_transaction(self)
                     .map_err(SqlError::query(backend, "committing"))?;
@@ -601,6 +608,33 @@ mod tests {
             "postgres://me:***@host:5432/db"
         );
         assert_eq!(redact("postgres://me@host/db"), "postgres://me@host/db");
+    }
+
+    #[test]
+    fn a_transaction_that_panics_is_rolled_back_and_the_connection_goes_on() {
+        use diesel::connection::SimpleConnection;
+        let dir = tempfile::tempdir().unwrap();
+        let target = Target::Sqlite(dir.path().join("t.db"));
+        let mut conn = open(&target, &SqlOptions::default()).unwrap();
+        conn.batch_execute("CREATE TABLE t (x INTEGER PRIMARY KEY)")
+            .unwrap();
+        let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            conn.in_tx(TxMode::Write, |c| -> Result<()> {
+                c.batch_execute("INSERT INTO t VALUES (1)").unwrap();
+                panic!("a bug in a save")
+            })
+        }));
+        assert!(panicked.is_err());
+        // Not left inside the transaction: another one starts, and the row is not there
+        // (the same key goes in again).
+        conn.in_tx(TxMode::Write, |c| {
+            c.batch_execute("INSERT INTO t VALUES (1)")
+                .map_err(SqlError::query(Backend::Sqlite, "inserting"))
+        })
+        .unwrap();
+        // Nor is the database locked for another connection.
+        let mut other = open(&target, &SqlOptions::default()).unwrap();
+        other.batch_execute("INSERT INTO t VALUES (2)").unwrap();
     }
 }
 
