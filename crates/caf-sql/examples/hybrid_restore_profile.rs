@@ -1,0 +1,66 @@
+//! Restores the latest checkpoint of each execution from a default-mode store (files plus
+//! SQLite, journaled, as `caf bench --mode files+sqlite` opens it), for profiling the restore
+//! path: `cargo run --release -p caf-sql --example hybrid_restore_profile -- [STEPS]
+//! [EXECUTIONS] [ROUNDS]`.
+//!
+//! It saves `EXECUTIONS` executions (20 by default) of the agent-run workload (`STEPS` steps,
+//! 100 by default) into a fresh store in a temporary directory, then restores the latest
+//! checkpoint of every execution in turn, `ROUNDS` times (20 by default), and prints the
+//! median per restore of the first round (what `caf bench` measures: each file once) and of
+//! all the others, for the journaled store and for its file store alone.
+
+#![allow(clippy::unwrap_used, clippy::print_stdout)]
+
+use caf_core::{
+    CheckpointManager, CheckpointOptions, CheckpointReason, CheckpointStore, ExecutionId,
+    FileStore, RuntimeState,
+};
+use caf_sql::{HybridStore, JournaledStore, SqlStore};
+use std::time::Instant;
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// The medians, in µs, of the first round of restores and of the rounds after it.
+fn rounds(store: &dyn CheckpointStore, execs: &[ExecutionId], rounds: usize) -> (f64, f64) {
+    let (mut first, mut rest) = (Vec::new(), Vec::new());
+    for round in 0..rounds.max(2) {
+        for e in execs {
+            let t = Instant::now();
+            std::hint::black_box(store.latest(e).unwrap().unwrap());
+            let us = t.elapsed().as_secs_f64() * 1e6;
+            if round == 0 { &mut first } else { &mut rest }.push(us);
+        }
+    }
+    (median(first), median(rest))
+}
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let steps: usize = args.next().map_or(100, |s| s.parse().unwrap());
+    let executions: usize = args.next().map_or(20, |s| s.parse().unwrap());
+    let n: usize = args.next().map_or(20, |s| s.parse().unwrap());
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("bench.db").display());
+    let files = FileStore::open(dir.path().join("store")).unwrap();
+    let hybrid = HybridStore::new(files, SqlStore::open(&url).unwrap()).unwrap();
+    let manager = CheckpointManager::new(JournaledStore::open(hybrid).unwrap());
+    let mut execs = Vec::new();
+    for e in 0..executions.max(1) {
+        let mut state = RuntimeState::new(format!("profile-agent-{e}"));
+        for s in 1..=steps {
+            caf_core::workload::agent_run_step(&mut state, s).unwrap();
+            let options = CheckpointOptions::new(CheckpointReason::StepCompleted);
+            manager.checkpoint(&mut state, options).unwrap();
+        }
+        execs.push(state.execution_id().clone());
+    }
+    let store = manager.store();
+    let (first, rest) = rounds(store, &execs, n);
+    println!("journaled store: first round {first:.0} µs, later rounds {rest:.0} µs");
+    let files = store.settled_hybrid().files();
+    let (first, rest) = rounds(files, &execs, n);
+    println!("its file store:  first round {first:.0} µs, later rounds {rest:.0} µs");
+}
