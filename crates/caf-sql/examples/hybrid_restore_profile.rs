@@ -7,7 +7,9 @@
 //! 100 by default) into a fresh store in a temporary directory, then restores the latest
 //! checkpoint of every execution in turn, `ROUNDS` times (20 by default), and prints the
 //! median per restore of the first round (what `caf bench` measures: each file once) and of
-//! all the others, for the journaled store and for its file store alone.
+//! all the others, for the journaled store and for its file store alone; then the parts of a
+//! restore, over the same files: reading the file, the fast path's parse with the checksum in
+//! line, and with the checksum on the helper thread beside the parse.
 
 #![allow(clippy::unwrap_used, clippy::print_stdout)]
 
@@ -63,4 +65,42 @@ fn main() {
     let files = store.settled_hybrid().files();
     let (first, rest) = rounds(files, &execs, n);
     println!("its file store:  first round {first:.0} µs, later rounds {rest:.0} µs");
+    parts(files, &execs, n);
+}
+
+/// The medians, in µs, of reading each execution's newest file, and of decoding it on the fast
+/// path with the checksum in line and beside the parse.
+fn parts<F: caf_core::store::Fs>(files: &FileStore<F>, execs: &[ExecutionId], rounds: usize) {
+    let paths: Vec<_> = execs
+        .iter()
+        .map(|e| {
+            let c = files.latest(e).unwrap().unwrap();
+            files.path_of(&c.id)
+        })
+        .collect();
+    let limits = caf_core::format::Limits::default();
+    let (mut read, mut inline, mut beside) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..rounds.max(1) {
+        for path in &paths {
+            let t = Instant::now();
+            let bytes = std::fs::read(path).unwrap();
+            read.push(t.elapsed().as_secs_f64() * 1e6);
+            let known = caf_core::store::stated_integrity(&bytes).unwrap();
+            let t = Instant::now();
+            std::hint::black_box(caf_core::format::decode_known(&bytes, &limits, &known).unwrap());
+            inline.push(t.elapsed().as_secs_f64() * 1e6);
+            let shared = std::sync::Arc::new(bytes);
+            let t = Instant::now();
+            std::hint::black_box(
+                caf_core::format::decode_known_shared(&shared, &limits, &known).unwrap(),
+            );
+            beside.push(t.elapsed().as_secs_f64() * 1e6);
+        }
+    }
+    println!(
+        "parts: read {:.0} µs, decode (checksum in line) {:.0} µs, decode (checksum beside) {:.0} µs",
+        median(read),
+        median(inline),
+        median(beside)
+    );
 }
