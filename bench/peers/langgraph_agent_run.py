@@ -292,6 +292,9 @@ def single(executions, steps, scratch, background=False):
                 f.result()  # a failed put raises here
             pool.shutdown(wait=True)
             drain_us = round(us_since(t0), 3)
+        # What the saves wrote is on disk before the restores are timed, as `caf bench` does
+        # (`sync`; LangGraph's commits are flushed already).
+        os.sync()
         # Every restore, then every listing (as `caf bench` does): a listing decodes each
         # checkpoint whole, and a `get_tuple` right after one took ~30 % longer.
         for agent in agents:

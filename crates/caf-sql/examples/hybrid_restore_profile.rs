@@ -80,8 +80,14 @@ fn parts<F: caf_core::store::Fs>(files: &FileStore<F>, execs: &[ExecutionId], ro
         .collect();
     let limits = caf_core::format::Limits::default();
     let (mut read, mut inline, mut beside) = (Vec::new(), Vec::new(), Vec::new());
+    let mut reread = Vec::new();
+    let mut buf = Vec::new();
     for _ in 0..rounds.max(1) {
         for path in &paths {
+            let t = Instant::now();
+            buf.clear();
+            std::io::Read::read_to_end(&mut std::fs::File::open(path).unwrap(), &mut buf).unwrap();
+            reread.push(t.elapsed().as_secs_f64() * 1e6);
             let t = Instant::now();
             let bytes = std::fs::read(path).unwrap();
             read.push(t.elapsed().as_secs_f64() * 1e6);
@@ -97,6 +103,7 @@ fn parts<F: caf_core::store::Fs>(files: &FileStore<F>, execs: &[ExecutionId], ro
             beside.push(t.elapsed().as_secs_f64() * 1e6);
         }
     }
+    println!("read into a buffer kept: {:.0} µs", median(reread));
     println!(
         "parts: read {:.0} µs, decode (checksum in line) {:.0} µs, decode (checksum beside) {:.0} µs",
         median(read),

@@ -218,6 +218,7 @@ pub(super) fn measure(
         }
         Saving::Sync(_) => None,
     };
+    settle_disk();
     // Every restore, then every listing: a listing between two restores would leave its
     // garbage to the next restore (LangGraph's `list` decodes each checkpoint whole, and its
     // next `get_tuple` took ~30 % longer after one), so each is measured in a loop of its own,
@@ -283,4 +284,16 @@ pub(super) fn measure(
         whole_bytes: whole,
         append_floor_samples: append,
     })
+}
+
+/// Waits until what the saves wrote is on disk (`sync`), before the restores are timed: the
+/// default mode leaves its files to be flushed after the saves return (by its flusher, about
+/// once a second, and by the kernel's writeback), and that work, still running, would take a
+/// core from the restores (their checksum is computed on a helper thread beside the parse).
+/// The peer does the same (`os.sync()`). Best effort: where `sync` cannot run, the restores are
+/// timed as they come.
+fn settle_disk() {
+    let _ = std::process::Command::new("sync")
+        .stdin(std::process::Stdio::null())
+        .status();
 }
