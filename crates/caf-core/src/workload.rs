@@ -6,6 +6,10 @@
 //! The caller saves a checkpoint after each step.
 
 use crate::runtime::{RuntimeState, StateError};
+use crate::{
+    CheckpointId, CheckpointManager, CheckpointOptions, CheckpointReason, CheckpointStore,
+};
+use crate::{ExecutionId, Result};
 use serde_json::json;
 
 /// Thought types, cycled by step.
@@ -41,9 +45,42 @@ pub fn agent_run_step(state: &mut RuntimeState, s: usize) -> Result<(), StateErr
     Ok(())
 }
 
+/// Runs one execution of the workload, `steps` steps of a new agent named `agent`, saving a
+/// checkpoint (reason `step_completed`) through `manager` after each step. Returns the
+/// execution's id and its last checkpoint's (`None` for no steps).
+pub fn agent_run<S: CheckpointStore>(
+    manager: &CheckpointManager<S>,
+    agent: &str,
+    steps: usize,
+) -> Result<(ExecutionId, Option<CheckpointId>)> {
+    let mut state = RuntimeState::new(agent);
+    let mut last = None;
+    for s in 1..=steps {
+        agent_run_step(&mut state, s)?;
+        let options = CheckpointOptions::new(CheckpointReason::StepCompleted);
+        last = Some(manager.checkpoint(&mut state, options)?.id);
+    }
+    Ok((state.execution_id().clone(), last))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_run_saves_a_checkpoint_per_step_and_returns_the_last() {
+        let manager = CheckpointManager::new(crate::MemoryStore::new());
+        let (execution, last) = agent_run(&manager, "a", 3).unwrap();
+        let listed = manager
+            .store()
+            .list(&crate::ListFilter::execution(&execution))
+            .unwrap();
+        assert_eq!(listed.len(), 3);
+        let newest = manager.store().latest(&execution).unwrap().unwrap();
+        assert_eq!(Some(newest.id), last);
+        assert_eq!(newest.snapshot.thought_chain.thoughts.len(), 3);
+        assert_eq!(agent_run(&manager, "b", 0).unwrap().1, None);
+    }
 
     #[test]
     fn filler_has_the_exact_length_and_varies() {

@@ -13,10 +13,8 @@
 
 #![allow(clippy::unwrap_used, clippy::print_stdout)]
 
-use caf_core::{
-    CheckpointManager, CheckpointOptions, CheckpointReason, CheckpointStore, ExecutionId,
-    FileStore, RuntimeState,
-};
+use caf_core::workload::agent_run;
+use caf_core::{CheckpointManager, CheckpointStore, ExecutionId, FileStore};
 use caf_sql::{HybridStore, JournaledStore, SqlStore};
 use std::time::Instant;
 
@@ -49,16 +47,13 @@ fn main() {
     let files = FileStore::open(dir.path().join("store")).unwrap();
     let hybrid = HybridStore::new(files, SqlStore::open(&url).unwrap()).unwrap();
     let manager = CheckpointManager::new(JournaledStore::open(hybrid).unwrap());
-    let mut execs = Vec::new();
-    for e in 0..executions.max(1) {
-        let mut state = RuntimeState::new(format!("profile-agent-{e}"));
-        for s in 1..=steps {
-            caf_core::workload::agent_run_step(&mut state, s).unwrap();
-            let options = CheckpointOptions::new(CheckpointReason::StepCompleted);
-            manager.checkpoint(&mut state, options).unwrap();
-        }
-        execs.push(state.execution_id().clone());
-    }
+    let execs: Vec<ExecutionId> = (0..executions.max(1))
+        .map(|e| {
+            agent_run(&manager, &format!("profile-agent-{e}"), steps)
+                .unwrap()
+                .0
+        })
+        .collect();
     let store = manager.store();
     let (first, rest) = rounds(store, &execs, n);
     println!("journaled store: first round {first:.0} µs, later rounds {rest:.0} µs");

@@ -9,9 +9,8 @@
 
 #![allow(clippy::unwrap_used, clippy::print_stdout)]
 
-use caf_core::{
-    CheckpointManager, CheckpointOptions, CheckpointReason, CheckpointStore, RuntimeState,
-};
+use caf_core::workload::agent_run;
+use caf_core::{CheckpointManager, CheckpointStore};
 use caf_sql::SqlStore;
 use std::time::Instant;
 
@@ -39,19 +38,11 @@ fn main() {
     let url = format!("sqlite://{}", dir.path().join("profile.db").display());
     let store = SqlStore::open(&url).unwrap();
     let manager = CheckpointManager::new(store);
-    let mut last = None;
-    let mut execs = Vec::new();
-    for e in 0..executions.max(1) {
-        let mut state = RuntimeState::new(format!("profile-agent-{e}"));
-        for s in 1..=steps {
-            caf_core::workload::agent_run_step(&mut state, s).unwrap();
-            let options = CheckpointOptions::new(CheckpointReason::StepCompleted);
-            last = Some(manager.checkpoint(&mut state, options).unwrap().id);
-        }
-        execs.push(state.execution_id().clone());
-    }
+    let (execs, last): (Vec<_>, Vec<_>) = (0..executions.max(1))
+        .map(|e| agent_run(&manager, &format!("profile-agent-{e}"), steps).unwrap())
+        .unzip();
     let store = manager.store();
-    let id = last.unwrap();
+    let id = last.into_iter().flatten().last().unwrap();
     let mut turn = execs.iter().cycle();
     println!(
         "latest: {}",
