@@ -396,38 +396,64 @@ const BATCH_SAVES: usize = 64;
 /// A batch takes no more queued saves once it holds this many bytes.
 const BATCH_BYTES: usize = 8 << 20;
 
+/// Queued saves the writer writes together: records of one slot generation, in order.
+struct Batch {
+    saves: Vec<(Checkpoint, Unsealed)>,
+    generation: u64,
+    /// The number of its last record.
+    last: u64,
+}
+
+impl Queue {
+    /// Takes the next batch off the queue: the first job and those that follow it in the same
+    /// slot generation, numbered one after another, at most [`BATCH_SAVES`] and about
+    /// [`BATCH_BYTES`].
+    fn take_batch(&mut self) -> Option<Batch> {
+        let (checkpoint, unsealed, generation, mut number) = self.jobs.pop_front()?;
+        let mut bytes = unsealed.len();
+        let mut batch = vec![(checkpoint, unsealed)];
+        while batch.len() < BATCH_SAVES
+            && bytes < BATCH_BYTES
+            && self
+                .jobs
+                .front()
+                .is_some_and(|&(_, _, g, n)| g == generation && n == number + 1)
+        {
+            let Some((checkpoint, unsealed, _, n)) = self.jobs.pop_front() else {
+                break;
+            };
+            bytes += unsealed.len();
+            number = n;
+            batch.push((checkpoint, unsealed));
+        }
+        Some(Batch {
+            saves: batch,
+            generation,
+            last: number,
+        })
+    }
+}
+
 /// The writer's loop: takes the queued saves (those of one slot generation, in order, a batch at
 /// most [`BATCH_SAVES`] and about [`BATCH_BYTES`]) and saves them in one transaction with the
 /// mark after the last ([`HybridStore::save_batch`]). The agent does not wait for them, so when
 /// it saves faster than they are written, the queue's saves share a commit.
 fn write_queue<F: Fs>(shared: &Shared<F>) {
     loop {
-        let (batch, generation, number) = {
+        let Batch {
+            saves: batch,
+            generation,
+            last,
+        } = {
             let mut q = lock(&shared.queue);
             loop {
                 if q.failed.is_some() {
                     // Saves queued after one that failed wait in the journal for the next call
                     // to write them, in order.
                     q.jobs.clear();
-                } else if let Some((checkpoint, unsealed, generation, mut number)) =
-                    q.jobs.pop_front()
-                {
-                    let mut bytes = unsealed.len();
-                    let mut batch = vec![(checkpoint, unsealed)];
-                    while batch.len() < BATCH_SAVES && bytes < BATCH_BYTES {
-                        match q.jobs.front() {
-                            Some(&(_, _, g, n)) if g == generation && n == number + 1 => {}
-                            _ => break,
-                        }
-                        let Some((checkpoint, unsealed, _, n)) = q.jobs.pop_front() else {
-                            break;
-                        };
-                        bytes += unsealed.len();
-                        number = n;
-                        batch.push((checkpoint, unsealed));
-                    }
+                } else if let Some(batch) = q.take_batch() {
                     q.busy = true;
-                    break (batch, generation, number);
+                    break batch;
                 }
                 if q.stop {
                     return;
@@ -439,9 +465,9 @@ fn write_queue<F: Fs>(shared: &Shared<F>) {
         let mark = JournalMark {
             slot: &shared.mark,
             generation,
-            applied: number + 1,
+            applied: last + 1,
         };
-        let last = batch.last().map(|(c, _)| c.id.clone());
+        let last_id = batch.last().map(|(c, _)| c.id.clone());
         let written = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             hybrid.save_batch(batch, &mark)
         }))
@@ -450,7 +476,7 @@ fn write_queue<F: Fs>(shared: &Shared<F>) {
                 backend: hybrid.sql().backend().name(),
                 message: format!(
                     "writing checkpoint {} stopped short",
-                    last.map_or_else(String::new, |id| id.to_string())
+                    last_id.map_or_else(String::new, |id| id.to_string())
                 ),
                 source: None,
             })

@@ -340,7 +340,7 @@ fn run_concurrent(
     }
     // The modes measured are kept if a floor cannot be (no room for its files, say).
     let floors = measure_floors(processes, saves, scratch, json);
-    let floors = [floors[0].as_ref(), floors[1].as_ref()];
+    let floors = floors.each_ref().map(Option::as_ref);
     let peer = match peer {
         Some(p) => {
             if !json {
