@@ -9,8 +9,8 @@
 #![allow(clippy::unwrap_used)]
 
 use caf_core::format::{
-    decode, decode_known, decode_known_shared, encode, fast_path, Limits, LoadError,
-    PARALLEL_HASH_MIN_BYTES,
+    decode, decode_known, decode_known_file, decode_known_shared, encode, fast_path,
+    fast_path_file, file_digest, Limits, LoadError, PARALLEL_HASH_MIN_BYTES,
 };
 use caf_core::store::stated_integrity;
 use caf_core::workload::agent_run_step;
@@ -181,6 +181,226 @@ fn the_helper_thread_path_gives_what_decode_gives() {
             .unwrap()
             .checkpoint,
         c
+    );
+}
+
+/// The last checkpoint of a 100-step agent run (~169 KB: the helper thread's size) and its
+/// bytes.
+fn big_checkpoint() -> (caf_core::Checkpoint, Vec<u8>) {
+    let mut state = RuntimeState::new("digest-agent");
+    for s in 1..=100 {
+        agent_run_step(&mut state, s).unwrap();
+    }
+    let manager = CheckpointManager::new(caf_core::MemoryStore::new());
+    let options = CheckpointOptions::new(CheckpointReason::StepCompleted);
+    let c = manager.checkpoint(&mut state, options).unwrap();
+    let bytes = encode(&c).unwrap();
+    assert!(bytes.len() >= PARALLEL_HASH_MIN_BYTES);
+    (c, bytes)
+}
+
+/// The integrity a document states, wherever its layout puts it.
+fn stated(bytes: &[u8]) -> String {
+    let doc: Value = serde_json::from_slice(bytes).unwrap();
+    doc["integrity"].as_str().unwrap().to_string()
+}
+
+/// `decode_known_file` with the record of `recorded_bytes` (their integrity and digest) gives
+/// what `decode` gives for `bytes`, error included.
+fn same_as_decode_with_digest(bytes: &[u8], recorded_bytes: &[u8]) -> Result<(), LoadError> {
+    let limits = Limits::default();
+    let (known, digest) = (stated(recorded_bytes), file_digest(recorded_bytes));
+    let full = decode(bytes, &limits);
+    let shared = Arc::new(bytes.to_vec());
+    assert_eq!(
+        decode_known_file(&shared, &limits, &known, Some(&digest)),
+        full
+    );
+    full.map(|_| ())
+}
+
+#[test]
+fn the_digest_path_gives_what_decode_gives_and_types_the_thought_chain_beside() {
+    let (c, bytes) = big_checkpoint();
+    let (known, digest) = (recorded(&bytes), file_digest(&bytes));
+    let limits = Limits::default();
+    let on_fast_path = fast_path_file(&bytes, &limits, &known, Some(&digest));
+    assert_eq!(
+        on_fast_path.as_ref(),
+        Some(&decode(&bytes, &limits).unwrap())
+    );
+    let shared = Arc::new(bytes.clone());
+    // Whoever types the thought chain (the helper, or this thread having taken it back).
+    for _ in 0..30 {
+        let decoded = decode_known_file(&shared, &limits, &known, Some(&digest)).unwrap();
+        assert_eq!(decoded.checkpoint, c);
+    }
+    // Damage anywhere: the digest tells, and the full path reports.
+    for at in [
+        0,
+        100,
+        5_000,
+        bytes.len() / 3,
+        bytes.len() / 2,
+        bytes.len() - 3,
+    ] {
+        let mut damaged = bytes.clone();
+        damaged[at] ^= 0x20;
+        assert!(fast_path_file(&damaged, &limits, &known, Some(&digest)).is_none());
+        let err = same_as_decode_with_digest(&damaged, &bytes);
+        assert!(err.is_err(), "byte {at}");
+    }
+    // A stale or malformed digest: the file is decoded in full, or on the checksum's fast path.
+    let other = file_digest(b"other bytes");
+    for stale in [other.as_str(), "blake3:", "sha256:0", ""] {
+        let decoded = decode_known_file(&shared, &limits, &known, Some(stale)).unwrap();
+        assert_eq!(decoded.checkpoint, c, "{stale:?}");
+    }
+    assert!(fast_path_file(&bytes, &limits, &known, Some(&other)).is_none());
+    assert!(fast_path_file(&bytes, &limits, &known, Some("blake3:")).is_some());
+    // The digest proves the bytes, but the record's integrity must still be what they state.
+    let stale_integrity = format!("sha256:{}", "1".repeat(64));
+    assert!(fast_path_file(&bytes, &limits, &stale_integrity, Some(&digest)).is_none());
+    assert_eq!(
+        decode_known_file(&shared, &limits, &stale_integrity, Some(&digest))
+            .unwrap()
+            .checkpoint,
+        c
+    );
+}
+
+#[test]
+fn the_thought_chain_typed_beside_is_the_one_the_parse_found_whatever_the_layout() {
+    let (c, bytes) = big_checkpoint();
+    let limits = Limits::default();
+    let doc: Value = serde_json::from_slice(&bytes).unwrap();
+
+    // Laid out on one line: nothing for the helper to find; typed here.
+    let compact = {
+        let pretty = with_fresh_integrity(doc.clone());
+        let value: Value = serde_json::from_slice(&pretty).unwrap();
+        let mut out = serde_json::to_vec(&value).unwrap();
+        // The fast path reads only documents that end as caf writes them.
+        let tail = format!(",\"version\":\"{CURRENT_VERSION}\"}}");
+        assert!(out.ends_with(tail.as_bytes()));
+        out.truncate(out.len() - tail.len());
+        out.extend_from_slice(format!(",\n  \"version\": \"{CURRENT_VERSION}\"\n}}\n").as_bytes());
+        out
+    };
+    same_as_decode_with_digest(&compact, &compact).unwrap();
+    let shared = Arc::new(compact.clone());
+    let (known, digest) = (stated(&compact), file_digest(&compact));
+    assert_eq!(
+        decode_known_file(&shared, &limits, &known, Some(&digest))
+            .unwrap()
+            .checkpoint,
+        c
+    );
+
+    // A decoy: the agent's variables hold a `thought_chain` that is a valid (empty) chain,
+    // followed by a `tool_state`, both on lines indented as the snapshot's own members are. The
+    // helper finds and types the decoy; the parse finds the real chain, which is what loads.
+    let mut with_decoy = doc;
+    let vars = with_decoy["snapshot"]["context"]["variables"]
+        .as_object_mut()
+        .unwrap();
+    vars.insert("thought_chain".into(), json!({"thoughts": []}));
+    vars.insert("tool_state".into(), json!(5));
+    let mut expected = c.clone();
+    expected
+        .snapshot
+        .context
+        .variables
+        .insert("thought_chain".into(), json!({"thoughts": []}));
+    expected
+        .snapshot
+        .context
+        .variables
+        .insert("tool_state".into(), json!(5));
+    let text = String::from_utf8(with_fresh_integrity(with_decoy)).unwrap();
+    let decoy = text
+        .replacen(
+            "\n        \"thought_chain\": {",
+            "\n    \"thought_chain\": {",
+            1,
+        )
+        .replacen(
+            ",\n        \"tool_state\": 5",
+            ",\n    \"tool_state\": 5",
+            1,
+        );
+    assert_ne!(decoy, text, "the decoy lines");
+    assert!(
+        decoy.find("\n    \"thought_chain\": ") < text.find("\n    \"thought_chain\": "),
+        "the decoy comes first"
+    );
+    let decoy = decoy.into_bytes();
+    same_as_decode_with_digest(&decoy, &decoy).unwrap();
+    let shared = Arc::new(decoy.clone());
+    let (known, digest) = (recorded(&decoy), file_digest(&decoy));
+    for _ in 0..10 {
+        let loaded = decode_known_file(&shared, &limits, &known, Some(&digest))
+            .unwrap()
+            .checkpoint;
+        assert_eq!(loaded.snapshot.thought_chain.thoughts.len(), 100);
+        assert_eq!(loaded, expected);
+    }
+}
+
+#[test]
+fn a_store_records_each_files_digest_and_restores_without_it_too() {
+    let store = TempFileStore::new();
+    let manager = CheckpointManager::new(store.store());
+    let mut state = RuntimeState::new("digest-store-agent");
+    let mut last = None;
+    for s in 1..=60 {
+        agent_run_step(&mut state, s).unwrap();
+        let options = CheckpointOptions::new(CheckpointReason::StepCompleted);
+        last = Some(manager.checkpoint(&mut state, options).unwrap());
+    }
+    let last = last.unwrap();
+    let index = caf_core::store::read_index(store.path()).unwrap().unwrap();
+    assert_eq!(index.entries.len(), 60);
+    for (id, entry) in &index.entries {
+        let bytes = std::fs::read(store.path_of(id)).unwrap();
+        assert_eq!(entry.digest.as_deref(), Some(file_digest(&bytes).as_str()));
+        assert_eq!(
+            entry.integrity.as_deref(),
+            stated_integrity(&bytes).as_deref()
+        );
+    }
+    assert_eq!(
+        store.latest(&last.execution_id).unwrap().as_ref(),
+        Some(&last)
+    );
+    // An index written by a caf before the digest: its entries are trusted as before (same
+    // size and time), restored on the checksum's fast path.
+    let log = store.path().join(".caf").join("index.jsonl");
+    let text = std::fs::read_to_string(&log).unwrap();
+    let member = ",\"digest\":\"blake3:";
+    let mut older = String::new();
+    let mut rest = text.as_str();
+    while let Some(at) = rest.find(member) {
+        older.push_str(&rest[..at]);
+        rest = &rest[at + member.len() + 64 + 1..];
+    }
+    older.push_str(rest);
+    assert_eq!(text.matches(member).count(), 60);
+    std::fs::write(&log, older.as_bytes()).unwrap();
+    let reopened = caf_core::FileStore::open(store.path()).unwrap();
+    let index = caf_core::store::read_index(store.path()).unwrap().unwrap();
+    assert!(index.entries.values().all(|e| e.digest.is_none()));
+    assert_eq!(
+        reopened.latest(&last.execution_id).unwrap().as_ref(),
+        Some(&last)
+    );
+    // Rebuilding the index reads every file again, and records their digests.
+    reopened.rebuild_index().unwrap();
+    let index = caf_core::store::read_index(store.path()).unwrap().unwrap();
+    assert!(index.entries.values().all(|e| e.digest.is_some()));
+    assert_eq!(
+        reopened.latest(&last.execution_id).unwrap().as_ref(),
+        Some(&last)
     );
 }
 
@@ -402,6 +622,17 @@ proptest! {
     }
 
     #[test]
+    fn the_digest_path_gives_what_decode_gives(c in arb_checkpoint()) {
+        let bytes = encode(&c).unwrap();
+        let (known, digest) = (recorded(&bytes), file_digest(&bytes));
+        let fast = fast_path_file(&bytes, &Limits::default(), &known, Some(&digest));
+        prop_assert_eq!(fast.as_ref(), Some(&decode(&bytes, &Limits::default()).unwrap()));
+        let shared = Arc::new(bytes);
+        let decoded = decode_known_file(&shared, &Limits::default(), &known, Some(&digest));
+        prop_assert_eq!(decoded.unwrap().checkpoint, c);
+    }
+
+    #[test]
     fn a_changed_byte_never_takes_the_fast_path(
         c in arb_checkpoint(),
         flips in proptest::collection::vec((any::<Index>(), 1u8..=255), 8),
@@ -412,6 +643,14 @@ proptest! {
             let mut damaged = bytes.clone();
             damaged[at.index(bytes.len())] ^= mask;
             prop_assert!(fast_path(&damaged, &Limits::default(), &known).is_none());
+            let digest = file_digest(&bytes);
+            prop_assert!(
+                fast_path_file(&damaged, &Limits::default(), &known, Some(&digest)).is_none()
+            );
+            prop_assert_eq!(
+                decode_known_file(&Arc::new(damaged.clone()), &Limits::default(), &known, Some(&digest)),
+                decode(&damaged, &Limits::default())
+            );
             prop_assert_eq!(
                 decode_known(&damaged, &Limits::default(), &known),
                 decode(&damaged, &Limits::default())

@@ -7,12 +7,16 @@
 
 #![allow(clippy::unwrap_used)]
 
-use caf_core::format::{decode, decode_known, encode, fast_path, integrity_of, Limits};
+use caf_core::format::{
+    decode, decode_known, decode_known_file, encode, fast_path, fast_path_file, file_digest,
+    integrity_of, Limits,
+};
 use caf_core::store::stated_integrity;
 use caf_core::CURRENT_VERSION;
 use caf_tests::cli::fixtures;
 use serde_json::{json, Value};
 use std::path::PathBuf;
+use std::sync::Arc;
 
 fn json_files(dir: &str) -> Vec<PathBuf> {
     let mut out: Vec<PathBuf> = std::fs::read_dir(fixtures().join(dir))
@@ -51,6 +55,32 @@ fn hostile_files_are_refused_as_before_whatever_the_record_says() {
                 );
                 assert_eq!(decode_known(&bytes, &limits, known), full);
             }
+        }
+    }
+}
+
+#[test]
+fn hostile_files_are_refused_as_before_even_with_a_record_of_their_very_bytes() {
+    // A forged index entry that holds the file's own digest (as if caf had written it): the
+    // digest proves the bytes, but what the typed parse and `check` refuse is still refused.
+    for path in json_files("hostile") {
+        let bytes = std::fs::read(&path).unwrap();
+        let digest = file_digest(&bytes);
+        let shared = Arc::new(bytes.clone());
+        let known =
+            stated_integrity(&bytes).unwrap_or_else(|| format!("sha256:{}", "0".repeat(64)));
+        for limits in [Limits::default(), SMALL] {
+            let full = decode(&bytes, &limits);
+            assert!(full.is_err(), "{}", path.display());
+            assert!(
+                fast_path_file(&bytes, &limits, &known, Some(&digest)).is_none(),
+                "{}",
+                path.display()
+            );
+            assert_eq!(
+                decode_known_file(&shared, &limits, &known, Some(&digest)),
+                full
+            );
         }
     }
 }
@@ -113,9 +143,22 @@ fn schema_invalid_documents_are_refused_even_when_the_record_vouches_for_them() 
         let known = stated_integrity(&bytes).unwrap();
         let full = decode(&bytes, &limits);
         assert!(full.is_err(), "{name}: the full path refuses it");
+        // A record of the file's very bytes (its digest) vouches for no more than its checksum.
+        let digest = file_digest(&bytes);
+        assert_eq!(
+            fast_path_file(&bytes, &limits, &known, Some(&digest)),
+            fast_path(&bytes, &limits, &known),
+            "{name}"
+        );
         match fast_path(&bytes, &limits, &known) {
             None => {
                 assert_eq!(decode_known(&bytes, &limits, &known), full, "{name}");
+                let shared = Arc::new(bytes.clone());
+                assert_eq!(
+                    decode_known_file(&shared, &limits, &known, Some(&digest)),
+                    full,
+                    "{name}"
+                );
                 refused += 1;
             }
             Some(d) => {

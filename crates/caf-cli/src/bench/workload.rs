@@ -218,6 +218,18 @@ pub(super) fn measure(
         }
         Saving::Sync(_) => None,
     };
+    // The default mode writes each checkpoint's file and rows after its save returns: that work
+    // is finished (and checked: nothing damaged) before the restores are timed, as the disk is
+    // settled below. A restore would otherwise wait for it, or share the machine with it.
+    let damaged = store.damaged()?;
+    if let Some(d) = damaged.first() {
+        return Err(Failure::msg(format!(
+            "bench: {} checkpoints damaged, {} the first: {}",
+            damaged.len(),
+            d.id,
+            d.error
+        )));
+    }
     settle_disk();
     // Every restore, then every listing: a listing between two restores would leave its
     // garbage to the next restore (LangGraph's `list` decodes each checkpoint whole, and its

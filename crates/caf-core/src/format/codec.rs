@@ -5,9 +5,9 @@
 //! (strict) → detect version → validate against that version's schema → verify integrity →
 //! migrate to the current version → typed value.
 
+use super::beside;
 use super::check::check;
 use super::error::{EncodeError, LoadError};
-use super::hash_helper;
 use super::integrity;
 use super::json::parse_strict;
 use super::model::Checkpoint;
@@ -157,12 +157,12 @@ impl Unsealed {
     /// [`prepare_checksum_beside`]: waking it takes longer than a small document's hash.
     pub fn checksum_beside(self) -> PendingChecksum {
         let Self { text, line } = self;
-        PendingChecksum(hash_helper::start(&std::sync::Arc::new(text), line))
+        PendingChecksum(beside::start(&std::sync::Arc::new(text), line))
     }
 }
 
 /// A checksum being computed beside the caller ([`Unsealed::checksum_beside`]).
-pub struct PendingChecksum(hash_helper::Pending);
+pub struct PendingChecksum(beside::Pending);
 
 impl PendingChecksum {
     /// The checksum (`sha256:` and 64 hex digits): the helper's, or computed here if the helper
@@ -196,7 +196,7 @@ impl std::fmt::Debug for PendingChecksum {
 /// Wakes the helper thread ahead of an [`Unsealed::checksum_beside`] this thread is about to
 /// call (nothing if it is awake already).
 pub fn prepare_checksum_beside() {
-    hash_helper::nudge();
+    beside::nudge();
 }
 
 /// Decodes file bytes into a checkpoint of the current format (see the module docs).

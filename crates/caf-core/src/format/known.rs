@@ -25,19 +25,42 @@
 //! record, an older version, a layout caf does not write, a typed failure, a value `check`
 //! refuses — goes through [`decode`], which reports the error exactly as it always has.
 //!
+//! **With the file's digest.** A record may also hold the digest of the whole file as caf wrote
+//! or validated it ([`file_digest`](super::file_digest): BLAKE3, a cryptographic hash about four
+//! times quicker than SHA-256 here). Bytes that hash to it are that very file, integrity line
+//! included, so 1 and 2 are known without computing the SHA-256; 3 and 4 are checked as above.
+//! A record is trusted alike whichever it holds: one that could vouch for other bytes with a
+//! digest could as well with a checksum, and the typed parse and [`check`] still refuse what
+//! they refuse (`restore_fast_forged.rs`). Bytes that do not hash to the digest are [`decode`]d.
+//!
+//! **Beside the caller.** For a big file shared with the helper thread ([`decode_known_file`]),
+//! the helper proves the bytes while the caller parses; with the quick digest it then also types
+//! the snapshot's thought chain, which it finds by caf's layout, while the caller types the rest
+//! and leaves the chain as checked JSON text (`RawValue`). The helper's chain is taken only if it
+//! is the very bytes the caller's parse found for the chain, so a layout caf does not write costs
+//! time, never correctness. Work the helper has not started when the caller needs it is taken
+//! back and done by the caller.
+//!
 //! A first look at the end of the file (a current-version document, as caf lays it out, ends with
 //! its `version` line) spares files of older versions the hash and the typed parse.
 
+use super::beside::{self, Beside};
 use super::check::{check_depth, check_values, STRUCTURAL_DEPTH};
 use super::codec::{decode, Decoded, Limits, MAX_DEPTH_CAP};
+use super::digest::Recorded;
 use super::error::LoadError;
-use super::model::{Checkpoint, JsonObject, Metadata, Snapshot};
+use super::integrity;
+use super::model::{
+    Checkpoint, Context, JsonObject, Metadata, Progress, Snapshot, ThoughtChain, ToolState,
+};
 use super::unique_keys::object;
 use super::CURRENT_VERSION;
-use super::{hash_helper, integrity};
 use crate::clock::Timestamp;
 use crate::id::{CheckpointId, ExecutionId};
+use memchr::memmem;
 use serde::Deserialize;
+use serde_json::value::RawValue;
+use std::ops::Range;
 use std::sync::Arc;
 
 /// From this size on, [`decode_known_shared`] computes the checksum on a helper thread (one
@@ -45,10 +68,11 @@ use std::sync::Arc;
 /// job) while it parses; below it, handing the job over costs more than it saves.
 pub const PARALLEL_HASH_MIN_BYTES: usize = 64 * 1024;
 
-/// A stored document of the current version: [`Checkpoint`]'s fields plus `integrity`.
+/// A stored document of the current version: [`Checkpoint`]'s fields plus `integrity`, with the
+/// snapshot typed whole ([`Snapshot`]) or but for its thought chain ([`SnapshotApart`]).
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct Stored {
+struct Stored<S> {
     #[serde(rename = "$schema")]
     schema: String,
     agent_id: String,
@@ -59,13 +83,14 @@ struct Stored {
     integrity: String,
     metadata: Metadata,
     parent_id: Option<CheckpointId>,
-    snapshot: Snapshot,
+    snapshot: S,
     timestamp: Timestamp,
     version: String,
 }
 
-impl Stored {
-    fn into_checkpoint(self) -> Checkpoint {
+impl<S> Stored<S> {
+    /// The checkpoint, its snapshot made of the stored one by `snapshot`.
+    fn into_checkpoint(self, snapshot: impl FnOnce(S) -> Snapshot) -> Checkpoint {
         Checkpoint {
             schema: self.schema,
             agent_id: self.agent_id,
@@ -74,11 +99,49 @@ impl Stored {
             id: self.id,
             metadata: self.metadata,
             parent_id: self.parent_id,
-            snapshot: self.snapshot,
+            snapshot: snapshot(self.snapshot),
             timestamp: self.timestamp,
             version: self.version,
         }
     }
+}
+
+/// [`Snapshot`] with its thought chain left as text, to be typed beside the rest: serde_json has
+/// checked that it is one JSON value, and says where it is in the bytes.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SnapshotApart<'a> {
+    context: Context,
+    progress: Progress,
+    #[serde(borrow)]
+    thought_chain: &'a RawValue,
+    tool_state: ToolState,
+}
+
+/// Where the thought chain of a document laid out as caf writes it is: the value of the member
+/// on the line that starts `    "thought_chain": ` up to the line `    "tool_state": `. Found by
+/// the layout only, so it is used only where it is the very value the parse found (see
+/// [`fast`]).
+fn thought_chain_range(bytes: &[u8]) -> Option<Range<usize>> {
+    const KEY: &[u8] = b"\n    \"thought_chain\": ";
+    const NEXT: &[u8] = b",\n    \"tool_state\": ";
+    let start = memmem::find(bytes, KEY)? + KEY.len();
+    let end = start + memmem::find(&bytes[start..], NEXT)?;
+    Some(start..end)
+}
+
+/// Types the thought chain of `bytes`, found by [`thought_chain_range`]: where it was found, and
+/// the chain (`None` if it does not parse).
+fn thought_chain_beside(bytes: &[u8]) -> Option<(Range<usize>, Option<ThoughtChain>)> {
+    let range = thought_chain_range(bytes)?;
+    let chain = std::str::from_utf8(&bytes[range.clone()])
+        .ok()
+        .and_then(thought_chain);
+    Some((range, chain))
+}
+
+fn thought_chain(text: &str) -> Option<ThoughtChain> {
+    serde_json::from_str(text).ok()
 }
 
 /// Decodes file bytes whose content a trusted record (a file store's index) says hashes to
@@ -95,7 +158,7 @@ pub fn decode_known(
     limits: &Limits,
     expected_integrity: &str,
 ) -> Result<Decoded, LoadError> {
-    match fast(bytes, None, limits, expected_integrity) {
+    match fast(bytes, None, limits, expected_integrity, None) {
         Some(decoded) => Ok(decoded),
         None => decode(bytes, limits),
     }
@@ -109,32 +172,89 @@ pub fn decode_known_shared(
     limits: &Limits,
     expected_integrity: &str,
 ) -> Result<Decoded, LoadError> {
-    match fast(bytes, Some(bytes), limits, expected_integrity) {
+    decode_known_file(bytes, limits, expected_integrity, None)
+}
+
+/// [`decode_known_shared`] for a file whose record also holds the digest of its bytes
+/// ([`file_digest`](super::file_digest)): a file that hashes to `file_digest` is the file the
+/// record was made of, so the fast path needs no SHA-256; and as that digest is quick, the helper
+/// thread then types the snapshot's thought chain while this thread types the rest. A file that
+/// does not hash to it is [`decode`]d. Same result as [`decode`], error included.
+pub fn decode_known_file(
+    bytes: &Arc<Vec<u8>>,
+    limits: &Limits,
+    expected_integrity: &str,
+    file_digest: Option<&str>,
+) -> Result<Decoded, LoadError> {
+    match fast(bytes, Some(bytes), limits, expected_integrity, file_digest) {
         Some(decoded) => Ok(decoded),
         None => decode(bytes, limits),
     }
 }
 
 /// Readies the helper thread of [`decode_known_shared`] for bytes of `len` about to be read
-/// (waking a thread takes longer than reading a file; see `hash_helper`). Nothing for bytes
+/// (waking a thread takes longer than reading a file; see `beside`). Nothing for bytes
 /// too small to be hashed beside the parse.
 pub(crate) fn prepare_shared(len: u64) {
     if len >= PARALLEL_HASH_MIN_BYTES as u64 {
-        hash_helper::nudge();
+        beside::nudge();
     }
 }
 
 /// The fast path of [`decode_known`] alone: `None` where it would fall back to [`decode`].
 pub fn fast_path(bytes: &[u8], limits: &Limits, expected_integrity: &str) -> Option<Decoded> {
-    fast(bytes, None, limits, expected_integrity)
+    fast(bytes, None, limits, expected_integrity, None)
 }
 
-/// The fast path; `shared` is `bytes` when they can be hashed on the helper thread.
+/// The fast path of [`decode_known_file`] alone, on this thread: `None` where it would fall back
+/// to [`decode`].
+pub fn fast_path_file(
+    bytes: &[u8],
+    limits: &Limits,
+    expected_integrity: &str,
+    file_digest: Option<&str>,
+) -> Option<Decoded> {
+    fast(bytes, None, limits, expected_integrity, file_digest)
+}
+
+/// What shows that the bytes are the validated content.
+#[derive(Clone)]
+enum Proof {
+    /// The whole file hashes to the digest its record holds ([`super::file_digest`]).
+    Digest(Recorded),
+    /// The file but for its integrity line (this range) hashes to the integrity checksum.
+    Checksum(Range<usize>),
+}
+
+impl Proof {
+    /// The digest when the record holds a well-formed one, else the checksum, provided the
+    /// file's integrity line states `expected` (`None`: no fast path).
+    fn of(bytes: &[u8], expected: &str, digest: Option<&str>) -> Option<Self> {
+        if let Some(recorded) = digest.and_then(Recorded::parse) {
+            return Some(Self::Digest(recorded));
+        }
+        let (before, after) = integrity::without_line(bytes, expected)?;
+        Some(Self::Checksum(before.len()..bytes.len() - after.len()))
+    }
+
+    fn holds(&self, bytes: &[u8], expected: &str) -> bool {
+        match self {
+            Self::Digest(recorded) => recorded.matches(bytes),
+            Self::Checksum(skip) => {
+                integrity::digest(&[&bytes[..skip.start], &bytes[skip.end..]]) == expected
+            }
+        }
+    }
+}
+
+/// The fast path; `shared` is `bytes` when they can be hashed on the helper thread, `digest` the
+/// digest of the file the record holds, if any.
 fn fast(
     bytes: &[u8],
     shared: Option<&Arc<Vec<u8>>>,
     limits: &Limits,
     expected: &str,
+    digest: Option<&str>,
 ) -> Option<Decoded> {
     if bytes.len() as u64 > limits.max_bytes {
         return None;
@@ -146,30 +266,42 @@ fn fast(
     if !ends_with_current_version(bytes) {
         return None;
     }
-    let (before, after) = integrity::without_line(bytes, expected)?;
+    let proof = Proof::of(bytes, expected, digest)?;
     // Validating the whole text as UTF-8 once (a few µs) is cheaper than serde_json checking
     // each string it borrows from a byte slice.
     let text = std::str::from_utf8(bytes).ok()?;
-    let parse = || serde_json::from_str::<Stored>(text).ok();
-    let stored = match shared.filter(|_| bytes.len() >= PARALLEL_HASH_MIN_BYTES) {
+    let checkpoint = match shared.filter(|_| bytes.len() >= PARALLEL_HASH_MIN_BYTES) {
         Some(shared) => {
-            let skip = before.len()..bytes.len() - after.len();
-            let pending = hash_helper::start(shared, skip);
-            let stored = parse()?;
-            (pending.finish() == expected).then_some(stored)?
+            let proved = {
+                let (bytes, proof, expected) =
+                    (Arc::clone(shared), proof.clone(), expected.to_owned());
+                move || proof.holds(&bytes, &expected)
+            };
+            let (proved, checkpoint) = match proof {
+                // The digest is quick: the helper then types the thought chain too, while this
+                // thread types the rest.
+                Proof::Digest(_) => {
+                    let shared = Arc::clone(shared);
+                    let (proved, chain) =
+                        beside::both(proved, move || thought_chain_beside(&shared));
+                    (proved, typed_apart(text, &chain, expected))
+                }
+                // The checksum takes about as long as typing all of it.
+                Proof::Checksum(_) => (beside::one(proved), typed_whole(text, expected)),
+            };
+            let checkpoint = checkpoint?;
+            proved
+                .finish(|| proof.holds(bytes, expected))
+                .then_some(checkpoint)?
         }
         None => {
-            // The checksum first: bytes that are not the recorded ones are not parsed twice.
-            if integrity::digest(&[before, after]) != expected {
+            // The proof first: bytes that are not the recorded ones are not parsed twice.
+            if !proof.holds(bytes, expected) {
                 return None;
             }
-            parse()?
+            typed_whole(text, expected)?
         }
     };
-    if stored.version != CURRENT_VERSION || stored.integrity != expected {
-        return None;
-    }
-    let checkpoint = stored.into_checkpoint();
     // `check` is `check_depth` at the default limit and then `check_values`; a value that fits
     // the smaller of two limits fits both.
     check_depth(&checkpoint, max_depth.min(Limits::default().max_depth)).ok()?;
@@ -178,6 +310,44 @@ fn fast(
         checkpoint,
         source_version: CURRENT_VERSION.to_string(),
     })
+}
+
+/// The checkpoint typed from `text` in one piece, if it is of the current version and states
+/// `expected`.
+fn typed_whole(text: &str, expected: &str) -> Option<Checkpoint> {
+    let stored = serde_json::from_str::<Stored<Snapshot>>(text).ok()?;
+    check_stored(&stored, expected)?;
+    Some(stored.into_checkpoint(|snapshot| snapshot))
+}
+
+/// [`typed_whole`], the thought chain typed by `chain` on the helper thread where it found the
+/// very value this parse found, else here.
+fn typed_apart(
+    text: &str,
+    chain: &Beside<Option<(Range<usize>, Option<ThoughtChain>)>>,
+    expected: &str,
+) -> Option<Checkpoint> {
+    let stored = serde_json::from_str::<Stored<SnapshotApart<'_>>>(text).ok()?;
+    check_stored(&stored, expected)?;
+    let raw = stored.snapshot.thought_chain.get();
+    let at = raw.as_ptr().addr().wrapping_sub(text.as_ptr().addr());
+    let at = at..at + raw.len();
+    let thought_chain = match chain.finish(|| None) {
+        Some((range, chain)) if range == at => chain?,
+        // Taken back, or found elsewhere than where the parse found it: typed here.
+        _ => thought_chain(raw)?,
+    };
+    Some(stored.into_checkpoint(|apart| Snapshot {
+        context: apart.context,
+        progress: apart.progress,
+        thought_chain,
+        tool_state: apart.tool_state,
+    }))
+}
+
+/// Whether a parsed document is of the current version with `expected` as its integrity.
+fn check_stored<S>(stored: &Stored<S>, expected: &str) -> Option<()> {
+    (stored.version == CURRENT_VERSION && stored.integrity == expected).then_some(())
 }
 
 /// Whether the document ends as caf writes one of the current version: with its `version`

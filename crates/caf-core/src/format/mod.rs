@@ -1,11 +1,12 @@
 //! The export layer: the checkpoint document, its JSON Schemas, encoding and decoding, and the
 //! migration of older format versions.
 
+mod beside;
 mod check;
 mod codec;
+mod digest;
 mod encoder;
 mod error;
-mod hash_helper;
 pub mod integrity;
 pub mod json;
 mod known;
@@ -22,11 +23,15 @@ pub use codec::{
     decode, decode_value, encode, encode_unsealed, parse, prepare_checksum_beside, upgrade,
     version_of, Decoded, Limits, PendingChecksum, Unsealed, MAX_DEPTH_CAP,
 };
+pub use digest::file_digest;
 pub use encoder::Encoder;
 pub use error::{EncodeError, LoadError, Violation};
 pub use integrity::of_value as integrity_of;
 pub(crate) use known::prepare_shared;
-pub use known::{decode_known, decode_known_shared, fast_path, PARALLEL_HASH_MIN_BYTES};
+pub use known::{
+    decode_known, decode_known_file, decode_known_shared, fast_path, fast_path_file,
+    PARALLEL_HASH_MIN_BYTES,
+};
 pub(crate) use model::present;
 pub use model::{
     is_snake_word, BadReason, Branch, Checkpoint, CheckpointReason, CompletedStep, Context,

@@ -10,8 +10,8 @@ use super::{CheckpointStore, CheckpointSummary, DamagedCheckpoint, ListFilter};
 use crate::clock::Timestamp;
 use crate::error::{Error, Result};
 use crate::format::{
-    decode, decode_known_shared, prepare_shared, Checkpoint, Decoded, Encoder, Limits, LoadError,
-    Unsealed,
+    decode, decode_known_file, file_digest, prepare_shared, Checkpoint, Decoded, Encoder, Limits,
+    LoadError, Unsealed,
 };
 use crate::id::{check_id, CheckpointId, ExecutionId};
 use crate::redact::{RedactionRules, Redactor};
@@ -90,7 +90,11 @@ pub fn read_known_checkpoint_file(
     limits: &Limits,
     known_integrity: Option<&str>,
 ) -> Result<Decoded> {
-    read_known_checkpoint_file_in(&RealFs, path, limits, known_integrity)
+    let known = Recorded {
+        integrity: known_integrity.map(str::to_string),
+        digest: None,
+    };
+    read_known_checkpoint_file_in(&RealFs, path, limits, &known)
 }
 
 /// [`read_known_checkpoint_file`] through `fs`.
@@ -98,18 +102,18 @@ fn read_known_checkpoint_file_in<F: Fs>(
     fs: &F,
     path: &Path,
     limits: &Limits,
-    known_integrity: Option<&str>,
+    known: &Recorded,
 ) -> Result<Decoded> {
     // A file the fast path may hash beside its parse: the helper thread is woken while it is
     // read.
     let ready = |len| {
-        if known_integrity.is_some() {
+        if known.integrity.is_some() {
             prepare_shared(len);
         }
     };
     let bytes = Arc::new(read_regular_file_then(fs, path, limits.max_bytes, ready)?);
-    match known_integrity {
-        Some(known) => decode_known_shared(&bytes, limits, known),
+    match &known.integrity {
+        Some(integrity) => decode_known_file(&bytes, limits, integrity, known.digest.as_deref()),
         None => decode(&bytes, limits),
     }
     .map_err(|error| Error::Load {
@@ -301,13 +305,13 @@ impl<F: Fs> FileStore<F> {
     /// integrity checksum) is typed straight from its bytes, without the schema; any other file
     /// is decoded in full (see [`decode_known`](crate::format::decode_known)).
     pub fn load_decoded(&self, id: &CheckpointId) -> Result<Decoded> {
-        let known = self.known_integrity(id);
-        self.load_known(id, known.as_deref())
+        let known = self.recorded(id);
+        self.load_known(id, &known)
     }
 
     /// Loads the file of `id`, on the fast path if its bytes hash to `known` (see
     /// [`decode_known`](crate::format::decode_known)).
-    fn load_known(&self, id: &CheckpointId, known: Option<&str>) -> Result<Decoded> {
+    fn load_known(&self, id: &CheckpointId, known: &Recorded) -> Result<Decoded> {
         let path = self.path_of(id);
         match read_known_checkpoint_file_in(&self.fs, &path, &self.options.limits, known) {
             Ok(d) => check_name(&path, id, d),
@@ -318,13 +322,13 @@ impl<F: Fs> FileStore<F> {
         }
     }
 
-    /// The integrity checksum the index records for `id`, if any. The log's new tail is read
-    /// first (another process may have saved the file again); if that fails, what is in memory
-    /// is used: a stale checksum only sends the file down the full path.
-    fn known_integrity(&self, id: &CheckpointId) -> Option<String> {
+    /// The integrity checksum and digest the index records for `id`, if any. The log's new tail
+    /// is read first (another process may have saved the file again); if that fails, what is in
+    /// memory is used: a stale record only sends the file down the full path.
+    fn recorded(&self, id: &CheckpointId) -> Recorded {
         let mut index = self.index();
         let _ = index.refresh();
-        index.entries.get(id).and_then(|e| e.integrity.clone())
+        index.entries.get(id).map(Recorded::of).unwrap_or_default()
     }
 
     /// The integrity checksum the index records for each listed checkpoint (`None` where it is
@@ -428,10 +432,12 @@ impl<F: Fs> FileStore<F> {
             Some(staged) => staged?,
             None => stage_in(&self.fs, &path, self.temp_dir.as_deref(), bytes, write)?,
         };
+        let integrity = stated_integrity(bytes);
         Ok(StagedFile {
             staged,
             summary,
-            integrity: stated_integrity(bytes),
+            digest: integrity.as_ref().map(|_| file_digest(bytes)),
+            integrity,
         })
     }
 
@@ -495,6 +501,7 @@ impl<F: Fs> FileStore<F> {
             summary: file.summary.clone(),
             mtime_ns: mtime_ns(&meta),
             integrity: file.integrity,
+            digest: file.digest,
         });
         match flushed {
             Ok(()) => Ok(file.summary),
@@ -552,6 +559,8 @@ pub struct StagedFile<F: Fs = RealFs> {
     staged: Staged<F>,
     summary: CheckpointSummary,
     integrity: Option<String>,
+    /// The digest of its bytes, for the index (with the integrity, when there is one).
+    digest: Option<String>,
 }
 
 impl<F: Fs> StagedFile<F> {
@@ -654,14 +663,30 @@ fn damaged_checkpoint(
 /// A file that could not be indexed: why, and its bytes if they could be read.
 type Unindexable = (Error, Option<Vec<u8>>);
 
-/// Reads the file of `id` for the index: the checkpoint and the checksum it states (when it is in
-/// the current format).
+/// What the index records of a file besides its summary: the checksum it states and the digest
+/// of its bytes, when it is in the current format.
+#[derive(Debug, Default)]
+struct Recorded {
+    integrity: Option<String>,
+    digest: Option<String>,
+}
+
+impl Recorded {
+    fn of(entry: &Entry) -> Self {
+        Self {
+            integrity: entry.integrity.clone(),
+            digest: entry.digest.clone(),
+        }
+    }
+}
+
+/// Reads the file of `id` for the index: the checkpoint and what the index records of it.
 fn read_for_index<F: Fs>(
     fs: &F,
     path: &Path,
     id: &CheckpointId,
     limits: &Limits,
-) -> std::result::Result<(Checkpoint, Option<String>), Unindexable> {
+) -> std::result::Result<(Checkpoint, Recorded), Unindexable> {
     let bytes = read_regular_file_in(fs, path, limits.max_bytes).map_err(|e| (e, None))?;
     let decoded = match decode(&bytes, limits) {
         Ok(d) => d,
@@ -678,7 +703,8 @@ fn read_for_index<F: Fs>(
             } else {
                 stated_integrity(&bytes)
             };
-            Ok((d.checkpoint, integrity))
+            let digest = integrity.as_ref().map(|_| file_digest(&bytes));
+            Ok((d.checkpoint, Recorded { integrity, digest }))
         }
         Err(e) => Err((e, Some(bytes))),
     }
@@ -737,11 +763,12 @@ fn reconcile<F: Fs>(
         }
         let previous = index.entries.remove(&id);
         match read_for_index(fs, &path, &id, limits) {
-            Ok((c, integrity)) => {
+            Ok((c, recorded)) => {
                 let fresh_entry = Entry {
                     summary: CheckpointSummary::of(&c, meta.len()),
                     mtime_ns: mtime_ns(&meta),
-                    integrity,
+                    integrity: recorded.integrity,
+                    digest: recorded.digest,
                 };
                 changed |= previous.as_ref() != Some(&fresh_entry);
                 changed |= index.damaged.remove(&id).is_some();
@@ -868,12 +895,10 @@ impl<F: Fs> CheckpointStore for FileStore<F> {
             index
                 .entries
                 .newest_of(execution_id)
-                .map(|e| (e.summary.id.clone(), e.integrity.clone()))
+                .map(|e| (e.summary.id.clone(), Recorded::of(e)))
         };
         match newest {
-            Some((id, known)) => self
-                .load_known(&id, known.as_deref())
-                .map(|d| Some(d.checkpoint)),
+            Some((id, known)) => self.load_known(&id, &known).map(|d| Some(d.checkpoint)),
             None => Ok(None),
         }
     }

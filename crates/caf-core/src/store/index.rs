@@ -45,6 +45,12 @@ pub struct Entry {
     /// reading a checkpoint.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub integrity: Option<String>,
+    /// The digest of the file's bytes (`blake3:…`, see [`crate::format::file_digest`]) when caf
+    /// wrote or validated them, in the current format; `None` for a file in an older format, or
+    /// one indexed by a caf before the digest. A restore whose file hashes to it is reading the
+    /// file this entry was made of, and needs no SHA-256 of it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub digest: Option<String>,
 }
 
 impl Entry {
@@ -559,6 +565,7 @@ mod tests {
                 summary: CheckpointSummary::of(&c, 10),
                 mtime_ns: 1,
                 integrity: None,
+                digest: None,
             });
             fs.disarm();
             // Another process compacts the log: a new file in its place.
@@ -606,6 +613,7 @@ mod tests {
             summary: CheckpointSummary::of(&c, 10),
             mtime_ns: 1,
             integrity: None,
+            digest: None,
         }
     }
 

@@ -123,6 +123,7 @@ mod tests {
             summary: CheckpointSummary::of(&c, 10),
             mtime_ns: 1,
             integrity: None,
+            digest: None,
         }
     }
 
