@@ -7,7 +7,9 @@
 //!
 //! - [`decode_bytes`]: a document that decodes (any format version) encodes, and its encoding
 //!   decodes to the same checkpoint; the fast path for bytes a trusted index knows
-//!   ([`decode_known`]) agrees with the full decode, accepting exactly what it accepts.
+//!   ([`decode_known`]) agrees with the full decode, accepting exactly what it accepts; with the
+//!   digest of the very bytes recorded too ([`decode_known_file`], which a store records only
+//!   for bytes that decode), it gives what decode gives for every document decode accepts.
 //! - [`migrate_json`]: arbitrary JSON, stamped with every known version, goes through the
 //!   migration steps and decode without panicking; what decodes round-trips as above.
 //! - [`diff_pair`]: two valid checkpoints diff without panicking; each diffed with itself is
@@ -19,7 +21,8 @@
 use crate::config::Config;
 use crate::diff::{diff, CheckpointDiff};
 use crate::format::{
-    check, decode, decode_known, decode_value, encode, migrate, Checkpoint, Decoded, Limits,
+    check, decode, decode_known, decode_known_file, decode_value, encode, file_digest, migrate,
+    Checkpoint, Decoded, Limits,
 };
 use crate::store::stated_integrity;
 use serde_json::Value;
@@ -56,6 +59,15 @@ pub fn decode_bytes(data: &[u8]) {
             (Err(_), Err(_)) => {}
             (Ok(_), Err(e)) => panic!("the fast path refuses what decode accepts: {e}"),
             (Err(e), Ok(_)) => panic!("the fast path accepts what decode refuses: {e}"),
+        }
+        let shared = std::sync::Arc::new(data.to_vec());
+        let digest = file_digest(data);
+        let with_digest = decode_known_file(&shared, &limits, &stated, Some(&digest));
+        match (&full, &with_digest) {
+            (Ok(a), Ok(b)) => assert_eq!(a.checkpoint, b.checkpoint, "the digest path differs"),
+            (Ok(_), Err(e)) => panic!("the digest path refuses what decode accepts: {e}"),
+            // What a forged record can make load is in tests/tests/restore_fast_forged.rs.
+            (Err(_), _) => {}
         }
     }
 }
