@@ -319,6 +319,13 @@ fn verify_finds_each_kind_of_problem() {
         let mut wrong = fx.index_line("ckpt_c");
         wrong["summary"]["step_number"] = 99.into();
         fx.append_to_index(&wrong.to_string());
+        let mut wrong_digest = fx.index_line("ckpt_f");
+        assert!(wrong_digest["digest"]
+            .as_str()
+            .unwrap()
+            .starts_with("blake3:"));
+        wrong_digest["digest"] = format!("blake3:{}", "0".repeat(64)).into();
+        fx.append_to_index(&wrong_digest.to_string());
         fx.append_to_index(r#"{"op":"del","id":"ckpt_d"}"#);
         // Database: a row missing, a row with no file, a row of another version, a damaged row.
         sql.delete_checkpoint(&ckpt_id("ckpt_a")).unwrap();
@@ -346,6 +353,7 @@ fn verify_finds_each_kind_of_problem() {
             (FindingKind::Corrupted, "ckpt_e"),
             (FindingKind::Corrupted, "ckpt_g"),
             (FindingKind::IndexDiffers, "ckpt_c"),
+            (FindingKind::IndexDiffers, "ckpt_f"),
             (FindingKind::StaleIndexEntry, "ckpt_g"),
             (FindingKind::MissingRow, "ckpt_a"),
             (FindingKind::RowDamaged, "ckpt_d"),
@@ -409,6 +417,13 @@ fn repair_quarantines_without_deleting_and_rebuilds_index_and_database() {
         let mut wrong = fx.index_line("ckpt_c");
         wrong["summary"]["step_number"] = 99.into();
         fx.append_to_index(&wrong.to_string());
+        let mut wrong_digest = fx.index_line("ckpt_f");
+        assert!(wrong_digest["digest"]
+            .as_str()
+            .unwrap()
+            .starts_with("blake3:"));
+        wrong_digest["digest"] = format!("blake3:{}", "0".repeat(64)).into();
+        fx.append_to_index(&wrong_digest.to_string());
         sql.delete_checkpoint(&ckpt_id("ckpt_a")).unwrap();
         sql.save(&checkpoint("ckpt_extra", "exec_other", 7))
             .unwrap();
@@ -449,6 +464,12 @@ fn repair_quarantines_without_deleting_and_rebuilds_index_and_database() {
             .map(|f| (f.kind, f.id.as_str()))
             .collect();
         assert_eq!(left, [(FindingKind::ExtraRow, "ckpt_extra")]);
+        // The rebuilt index records the digest of the file's bytes again.
+        let bytes = std::fs::read(fx.file("ckpt_f")).unwrap();
+        assert_eq!(
+            fx.index_line("ckpt_f")["digest"],
+            caf_core::format::file_digest(&bytes).as_str()
+        );
         assert_eq!(
             sql.load_checkpoint(&ckpt_id("ckpt_a")).unwrap(),
             forked_execution(EXEC)[0]

@@ -31,6 +31,7 @@
 
 use crate::error::SqlError;
 use crate::SqlStore;
+use caf_core::format::file_digest;
 use caf_core::format::{decode, encode, Checkpoint, Limits, LoadError};
 use caf_core::store::{read_index, read_regular_file, stated_integrity};
 use caf_core::{CheckpointId, CheckpointSummary};
@@ -250,6 +251,8 @@ struct GoodFile {
     summary: CheckpointSummary,
     /// The checksum the file states, when it is in the current format.
     stated: Option<String>,
+    /// The digest of its bytes, when it is in the current format (what the index records).
+    digest: Option<String>,
     /// The checksum a database holds for it: the stated one, or that of its re-encoding.
     expected: Option<String>,
 }
@@ -344,6 +347,7 @@ fn check_file(id: &CheckpointId, path: &Path, limits: &Limits) -> FileState {
     });
     let good = GoodFile {
         summary: CheckpointSummary::of(&decoded.checkpoint, bytes.len() as u64),
+        digest: stated.as_ref().map(|_| file_digest(&bytes)),
         stated,
         expected,
     };
@@ -440,6 +444,9 @@ pub fn verify(dir: &Path, db: Option<&SqlStore>) -> Result<VerifyReport> {
                 }
                 Some(g) if entry.integrity.is_some() && entry.integrity != g.stated => {
                     "the index's checksum differs from the file's"
+                }
+                Some(g) if entry.digest.is_some() && entry.digest != g.digest => {
+                    "the index's digest differs from the file's bytes"
                 }
                 Some(_) => continue,
             };
