@@ -285,6 +285,14 @@ impl Fixture {
     }
 
     /// The index log's `put` line of `id`, as JSON.
+    /// Appends `id`'s index entry again, with a digest that is not its file's.
+    fn append_wrong_digest(&self, id: &str) {
+        let mut entry = self.index_line(id);
+        assert!(entry["digest"].as_str().unwrap().starts_with("blake3:"));
+        entry["digest"] = format!("blake3:{}", "0".repeat(64)).into();
+        self.append_to_index(&entry.to_string());
+    }
+
     fn index_line(&self, id: &str) -> serde_json::Value {
         let text = std::fs::read_to_string(self.path().join(".caf/index.jsonl")).unwrap();
         text.lines()
@@ -319,13 +327,7 @@ fn verify_finds_each_kind_of_problem() {
         let mut wrong = fx.index_line("ckpt_c");
         wrong["summary"]["step_number"] = 99.into();
         fx.append_to_index(&wrong.to_string());
-        let mut wrong_digest = fx.index_line("ckpt_f");
-        assert!(wrong_digest["digest"]
-            .as_str()
-            .unwrap()
-            .starts_with("blake3:"));
-        wrong_digest["digest"] = format!("blake3:{}", "0".repeat(64)).into();
-        fx.append_to_index(&wrong_digest.to_string());
+        fx.append_wrong_digest("ckpt_f");
         fx.append_to_index(r#"{"op":"del","id":"ckpt_d"}"#);
         // Database: a row missing, a row with no file, a row of another version, a damaged row.
         sql.delete_checkpoint(&ckpt_id("ckpt_a")).unwrap();
@@ -417,13 +419,7 @@ fn repair_quarantines_without_deleting_and_rebuilds_index_and_database() {
         let mut wrong = fx.index_line("ckpt_c");
         wrong["summary"]["step_number"] = 99.into();
         fx.append_to_index(&wrong.to_string());
-        let mut wrong_digest = fx.index_line("ckpt_f");
-        assert!(wrong_digest["digest"]
-            .as_str()
-            .unwrap()
-            .starts_with("blake3:"));
-        wrong_digest["digest"] = format!("blake3:{}", "0".repeat(64)).into();
-        fx.append_to_index(&wrong_digest.to_string());
+        fx.append_wrong_digest("ckpt_f");
         sql.delete_checkpoint(&ckpt_id("ckpt_a")).unwrap();
         sql.save(&checkpoint("ckpt_extra", "exec_other", 7))
             .unwrap();

@@ -143,15 +143,7 @@ fn workload_checkpoints_decode_the_same_on_the_fast_path_and_through_the_store()
 
 #[test]
 fn the_helper_thread_path_gives_what_decode_gives() {
-    let mut state = RuntimeState::new("helper-agent");
-    for s in 1..=100 {
-        agent_run_step(&mut state, s).unwrap();
-    }
-    let manager = CheckpointManager::new(caf_core::MemoryStore::new());
-    let options = CheckpointOptions::new(CheckpointReason::StepCompleted);
-    let c = manager.checkpoint(&mut state, options).unwrap();
-    let bytes = encode(&c).unwrap();
-    assert!(bytes.len() >= PARALLEL_HASH_MIN_BYTES);
+    let (c, bytes) = big_checkpoint();
     let known = recorded(&bytes);
     let limits = Limits::default();
     let shared = Arc::new(bytes.clone());
