@@ -98,7 +98,9 @@ enum Msg {
     /// (for at most [`SPIN`]) rather than blocking: restores that come one after another then
     /// find it awake, instead of waking it each time. Waking it was seen to leave it waiting
     /// behind its waker on the same core for a millisecond or more, now and then, on the
-    /// 2-vCPU machine of docs/benchmarks.md.
+    /// 2-vCPU machine of docs/benchmarks.md; lingering was quicker on average there, though a
+    /// helper that never sleeps is not placed again at a wake-up either, so a bad placement
+    /// can last until the kernel balances its cores.
     Tasks { tasks: Vec<Task>, linger: bool },
     /// Tasks are coming soon: wake up and wait for them, spinning.
     Nudge,
