@@ -4,10 +4,10 @@
 //! A hybrid save makes the database commit its one flush: the row of the checkpoint and a row
 //! here (this directory's store id, the boot it happened in, the writer) commit together, then
 //! the file is renamed into place without being flushed (a journaled store's writer renames its
-//! files first, then commits: the journal holds those saves until the commit). A flusher deletes the rows of files the
-//! file system has since synced. A process crash loses nothing (the kernel still holds the
-//! files); a power loss may leave files missing or torn, but only files with a row here, and the
-//! database holds each of them whole. So on open, the rows of an earlier boot name every file to
+//! files first, then commits: the journal holds those saves until the commit). A flusher deletes
+//! the rows of files the file system has since synced. A process crash loses nothing (the
+//! kernel still holds the files); a power loss may leave files missing or torn, but only files
+//! with a row here, and the database holds each of them whole. So on open, the rows of an earlier boot name every file to
 //! check and, where it differs from its database copy, to write again, byte for byte (a
 //! checkpoint loaded from the database encodes to exactly its file).
 //!

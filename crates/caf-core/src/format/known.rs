@@ -35,11 +35,11 @@
 //!
 //! **Beside the caller.** For a big file shared with the helper thread ([`decode_known_file`]),
 //! the helper proves the bytes while the caller parses; with the quick digest it then also types
-//! the snapshot's thought chain, which it finds by caf's layout, while the caller types the rest
-//! (the chain cut out of a copy of the text, or left as checked JSON text where the layout is
-//! not caf's). The helper's chain is taken only if it is the very bytes the caller's parse found
-//! for the chain, so a layout caf does not write costs time, never correctness. Work the helper
-//! has not started when the caller needs it is taken back and done by the caller.
+//! the snapshot's thought chain, found by caf's layout, while the caller types the rest (the
+//! chain cut out of a copy of the text). The helper's chain is taken only if the caller's parse
+//! found the cut to be the chain; otherwise (a layout caf does not write) the caller types the
+//! whole text itself, so such a layout costs time, never correctness. Work the helper has not
+//! started when the caller needs it is taken back and done by the caller.
 //!
 //! A first look at the end of the file (a current-version document, as caf lays it out, ends with
 //! its `version` line) spares files of older versions the hash and the typed parse.
@@ -106,8 +106,8 @@ impl<S> Stored<S> {
     }
 }
 
-/// [`Snapshot`] with its thought chain left as text, to be typed beside the rest: serde_json has
-/// checked that it is one JSON value, and says where it is in the bytes.
+/// [`Snapshot`] with its thought chain left as text, typed beside the rest ([`typed_apart`]):
+/// serde_json has checked that it is one JSON value, and says where it is in the bytes.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct SnapshotApart<'a> {
@@ -121,7 +121,7 @@ struct SnapshotApart<'a> {
 /// Where the thought chain of a document laid out as caf writes it is: the value of the member
 /// on the line that starts `    "thought_chain": ` up to the line `    "tool_state": `. Found by
 /// the layout only, so it is used only where it is the very value the parse found (see
-/// [`typed_cut`] and [`typed_raw`]).
+/// [`typed_apart`]).
 fn thought_chain_range(bytes: &[u8]) -> Option<Range<usize>> {
     const KEY: &[u8] = b"\n    \"thought_chain\": ";
     const NEXT: &[u8] = b",\n    \"tool_state\": ";
@@ -130,14 +130,12 @@ fn thought_chain_range(bytes: &[u8]) -> Option<Range<usize>> {
     Some(start..end)
 }
 
-/// Types the thought chain of `bytes`, found by [`thought_chain_range`]: where it was found, and
-/// the chain (`None` if it does not parse).
-fn thought_chain_beside(bytes: &[u8]) -> Option<(Range<usize>, Option<ThoughtChain>)> {
-    let range = thought_chain_range(bytes)?;
-    let chain = std::str::from_utf8(&bytes[range.clone()])
+/// Types the thought chain at `range` of `bytes` ([`thought_chain_range`]), `None` if it does
+/// not parse.
+fn thought_chain_at(bytes: &[u8], range: Range<usize>) -> Option<ThoughtChain> {
+    std::str::from_utf8(&bytes[range])
         .ok()
-        .and_then(thought_chain);
-    Some((range, chain))
+        .and_then(thought_chain)
 }
 
 fn thought_chain(text: &str) -> Option<ThoughtChain> {
@@ -280,12 +278,16 @@ fn fast(
             let (proved, checkpoint) = match proof {
                 // The digest is quick: the helper then types the thought chain too, while this
                 // thread types the rest.
-                Proof::Digest(_) => {
-                    let shared = Arc::clone(shared);
-                    let (proved, chain) =
-                        beside::both(proved, move || thought_chain_beside(&shared));
-                    (proved, typed_apart(text, &chain, expected))
-                }
+                Proof::Digest(_) => match thought_chain_range(bytes) {
+                    Some(cut) => {
+                        let (shared, there) = (Arc::clone(shared), cut.clone());
+                        let (proved, chain) =
+                            beside::both(proved, move || thought_chain_at(&shared, there));
+                        (proved, typed_apart(text, cut, &chain, expected))
+                    }
+                    // Not laid out as caf writes: typed here in one piece.
+                    None => (beside::one(proved), typed_whole(text, expected)),
+                },
                 // The checksum takes about as long as typing all of it.
                 Proof::Checksum(_) => (beside::one(proved), typed_whole(text, expected)),
             };
@@ -320,79 +322,37 @@ fn typed_whole(text: &str, expected: &str) -> Option<Checkpoint> {
     Some(stored.into_checkpoint(|snapshot| snapshot))
 }
 
-/// [`typed_whole`], the thought chain typed by `chain` on the helper thread. This thread parses
-/// the document with the chain cut out, where caf's layout puts it ([`typed_cut`]); for a
-/// document laid out otherwise, it parses the whole text, the chain left as text
-/// ([`typed_raw`]).
-fn typed_apart(text: &str, chain: &ChainBeside, expected: &str) -> Option<Checkpoint> {
-    match thought_chain_range(text.as_bytes()).and_then(|cut| typed_cut(text, cut, chain, expected))
-    {
-        Some(typed) => typed,
-        None => typed_raw(text, chain, expected),
-    }
-}
-
-/// The helper's end of typing the thought chain: where it found the chain, and the chain.
-type ChainBeside = Beside<Option<(Range<usize>, Option<ThoughtChain>)>>;
-
-/// Parses `text` with the bytes `cut` replaced by `null`: copying the rest (a few µs) costs less
-/// than skipping the chain's text in the parse (~20 µs for 59 KB). `None` if that `null` is not
-/// what the parse found as the snapshot's thought chain (a layout caf does not write); else the
-/// checkpoint, its chain the helper's (it typed the same bytes) or typed here.
+/// [`typed_whole`], the thought chain (the bytes `cut`) typed by `chain` on the helper thread
+/// while this thread parses the rest: the text with `null` in the chain's place, as copying the
+/// rest (a few µs) costs less than skipping the chain's text in the parse (~20 µs for 59 KB).
+/// If that `null` is not what the parse found as the snapshot's thought chain (a layout caf does
+/// not write, the cut found elsewhere), the text is typed here in one piece.
 ///
 /// Why that is the document: the parse found `null`, a whole JSON value, as the chain's value at
 /// `cut.start`, and the chain's text `text[cut]` types as one whole JSON value; so the original
 /// text, which is the parsed one with that value in the place of `null`, reads the same tokens
 /// before and after it, and that value is the chain.
-fn typed_cut(
+fn typed_apart(
     text: &str,
     cut: Range<usize>,
-    chain: &ChainBeside,
+    chain: &Beside<Option<ThoughtChain>>,
     expected: &str,
-) -> Option<Option<Checkpoint>> {
+) -> Option<Checkpoint> {
     const HOLE: &str = "null";
     let mut rest = String::with_capacity(text.len() - cut.len() + HOLE.len());
     rest.push_str(&text[..cut.start]);
     rest.push_str(HOLE);
     rest.push_str(&text[cut.end..]);
-    let stored = serde_json::from_str::<Stored<SnapshotApart<'_>>>(&rest).ok()?;
+    let Ok(stored) = serde_json::from_str::<Stored<SnapshotApart<'_>>>(&rest) else {
+        return typed_whole(text, expected);
+    };
     let raw = stored.snapshot.thought_chain.get();
     let at = raw.as_ptr().addr().wrapping_sub(rest.as_ptr().addr());
     if raw != HOLE || at != cut.start {
-        return None;
+        return typed_whole(text, expected);
     }
-    if check_stored(&stored, expected).is_none() {
-        return Some(None);
-    }
-    let thought_chain = match chain.finish(|| None) {
-        Some((range, chain)) if range == cut => chain,
-        _ => thought_chain(&text[cut]),
-    };
-    let Some(thought_chain) = thought_chain else {
-        return Some(None);
-    };
-    Some(Some(stored.into_checkpoint(|apart| Snapshot {
-        context: apart.context,
-        progress: apart.progress,
-        thought_chain,
-        tool_state: apart.tool_state,
-    })))
-}
-
-/// Parses the whole `text`, the snapshot's thought chain left as text (serde_json checks that it
-/// is one JSON value and says where it is); the chain is the helper's if it typed those very
-/// bytes, else typed here.
-fn typed_raw(text: &str, chain: &ChainBeside, expected: &str) -> Option<Checkpoint> {
-    let stored = serde_json::from_str::<Stored<SnapshotApart<'_>>>(text).ok()?;
     check_stored(&stored, expected)?;
-    let raw = stored.snapshot.thought_chain.get();
-    let at = raw.as_ptr().addr().wrapping_sub(text.as_ptr().addr());
-    let at = at..at + raw.len();
-    let thought_chain = match chain.finish(|| None) {
-        Some((range, chain)) if range == at => chain?,
-        // Taken back, or found elsewhere than where the parse found it: typed here.
-        _ => thought_chain(raw)?,
-    };
+    let thought_chain = chain.finish(|| thought_chain(&text[cut]))?;
     Some(stored.into_checkpoint(|apart| Snapshot {
         context: apart.context,
         progress: apart.progress,
