@@ -15,8 +15,10 @@
 //! Waking a blocked thread took about 50 µs on the 2-vCPU machine of docs/benchmarks.md, a
 //! third of a restore. So a load that will hand over tasks [`nudge`]s the helper before it reads
 //! the file: the helper wakes while the file is read, then waits for its tasks spinning (yielding
-//! its core to whoever needs it), for at most [`SPIN`], rather than blocking again.
+//! its core to whoever needs it), for at most [`SPIN`], rather than blocking again. Both a nudge
+//! and a hand-over first keep the helper off the caller's core ([`super::cores`]).
 
+use super::cores;
 use super::integrity::digest;
 use std::ops::Range;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
@@ -125,7 +127,10 @@ fn helper() -> Option<&'static SyncSender<Msg>> {
             let (queue, messages) = mpsc::sync_channel::<Msg>(QUEUE);
             std::thread::Builder::new()
                 .name("caf-integrity".into())
-                .spawn(move || serve(&messages))
+                .spawn(move || {
+                    cores::register_helper();
+                    serve(&messages)
+                })
                 .ok()
                 .map(|_| queue)
         })
@@ -176,6 +181,7 @@ fn serve(messages: &Receiver<Msg>) {
 /// they stay with their callers, unclaimed.
 fn hand_over(tasks: Vec<Task>, linger: bool) {
     if let Some(queue) = helper() {
+        cores::steer();
         let _ = queue.try_send(Msg::Tasks { tasks, linger });
     }
 }
@@ -184,9 +190,12 @@ fn hand_over(tasks: Vec<Task>, linger: bool) {
 /// before reading bytes that [`start`] will get. Does nothing if the helper is awake already.
 pub(crate) fn nudge() {
     if AWAKE.load(Ordering::Acquire) {
+        // Awake, but perhaps on this thread's core.
+        cores::steer();
         return;
     }
     if let Some(queue) = helper() {
+        cores::steer();
         let _ = queue.try_send(Msg::Nudge);
     }
 }

@@ -4,6 +4,7 @@
 mod beside;
 mod check;
 mod codec;
+mod cores;
 mod digest;
 mod encoder;
 mod error;
