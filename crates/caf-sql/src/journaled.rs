@@ -11,6 +11,7 @@ use caf_core::{
     CheckpointId, CheckpointStore, CheckpointSummary, DamagedCheckpoint, Error, ExecutionId,
     ListFilter, LoadSource, Result,
 };
+use std::borrow::Cow;
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
@@ -529,7 +530,15 @@ impl<F: Fs> CheckpointStore for JournaledStore<F> {
         if lock(&self.shared.queue).failed.is_some() {
             self.catch_up(&mut slot)?;
         }
-        let appended = match slot.append(unsealed.text()) {
+        // The writer needs its own copy of a checkpoint it was lent: made while the disk
+        // writes the record.
+        let mut copy = None;
+        let copy_lent = || {
+            if let Cow::Borrowed(lent) = &redacted {
+                copy = Some(Checkpoint::clone(lent));
+            }
+        };
+        let appended = match slot.append_then(unsealed.text(), copy_lent) {
             Ok(None) if slot.holds_records() => {
                 // Full: emptied once the writer has written what it holds.
                 self.catch_up(&mut slot)?;
@@ -541,9 +550,12 @@ impl<F: Fs> CheckpointStore for JournaledStore<F> {
         match appended.map_err(|e| Error::io(slot.path(), e))? {
             Some(number) => {
                 let generation = slot.generation();
+                let owned = match redacted {
+                    Cow::Owned(owned) => owned,
+                    Cow::Borrowed(lent) => copy.unwrap_or_else(|| lent.clone()),
+                };
                 let mut q = lock(&self.shared.queue);
-                q.jobs
-                    .push_back((redacted.into_owned(), unsealed, generation, number));
+                q.jobs.push_back((owned, unsealed, generation, number));
                 drop(q);
                 self.shared.work.notify_one();
                 Ok(summary)
