@@ -32,6 +32,11 @@
 //! assert_eq!(restored.checkpoint.id, saved.id);
 //! assert_eq!(restored.remaining_steps, vec!["summarise".to_string()]);
 //! ```
+//!
+//! Saving and restoring allocate and free many small values and checkpoint-sized buffers. The
+//! `caf` binary uses mimalloc as its global allocator, which made its restores and listings
+//! faster than with the system allocator (docs/benchmarks.md); a program that links this crate
+//! chooses its own, and gets the same by setting `#[global_allocator]` to mimalloc.
 
 pub mod capture;
 pub mod clock;
