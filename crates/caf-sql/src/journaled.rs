@@ -450,8 +450,12 @@ fn write_queue<F: Fs>(shared: &Shared<F>) {
             loop {
                 if q.failed.is_some() {
                     // Saves queued after one that failed wait in the journal for the next call
-                    // to write them, in order.
-                    q.jobs.clear();
+                    // to write them, in order. A caller may be waiting for the queue to empty
+                    // ([`idle`]): it now is.
+                    if !q.jobs.is_empty() {
+                        q.jobs.clear();
+                        shared.done.notify_all();
+                    }
                 } else if let Some(batch) = q.take_batch() {
                     q.busy = true;
                     break batch;
@@ -611,5 +615,63 @@ impl<F: Fs> CheckpointStore for JournaledStore<F> {
 
     fn describe(&self) -> String {
         self.shared.hybrid.describe()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::SqlStore;
+    use caf_core::format::encode_unsealed;
+    use caf_core::{CheckpointManager, CheckpointOptions, CheckpointReason, MemoryStore};
+    use caf_core::{FileStore, RuntimeState};
+    use std::time::Duration;
+
+    /// A save queued after the writer failed is dropped from the queue by the writer (the
+    /// journal keeps it): whoever waits for the queue to empty meanwhile is woken.
+    #[test]
+    fn a_caller_waiting_for_the_queue_is_woken_when_a_failed_writer_drops_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}", dir.path().join("caf.db").display());
+        let hybrid = HybridStore::new(
+            FileStore::open(dir.path().join("files")).unwrap(),
+            SqlStore::open(&url).unwrap(),
+        )
+        .unwrap();
+        let store = JournaledStore::open(hybrid).unwrap();
+        let manager = CheckpointManager::new(MemoryStore::new());
+        let mut state = RuntimeState::new("agent");
+        let options = CheckpointOptions::new(CheckpointReason::Manual);
+        let checkpoint = manager.checkpoint(&mut state, options).unwrap();
+        let unsealed = encode_unsealed(&checkpoint, 0).unwrap();
+        {
+            // As when the writer failed just after a save checked for it and before that
+            // save queued its job.
+            let mut q = lock(&store.shared.queue);
+            q.failed = Some(Error::Backend {
+                backend: "sqlite",
+                message: "a failure for the test".into(),
+                source: None,
+            });
+            q.jobs.push_back((checkpoint, unsealed, 0, 0));
+        }
+        let shared = Arc::clone(&store.shared);
+        let (woken, waiting) = std::sync::mpsc::channel();
+        let waiter = std::thread::spawn(move || {
+            let q = idle(&shared);
+            woken.send(q.jobs.len()).unwrap();
+        });
+        // Give the waiter time to wait before the writer is woken.
+        std::thread::sleep(Duration::from_millis(50));
+        store.shared.work.notify_all();
+        let left = waiting.recv_timeout(Duration::from_secs(10));
+        assert_eq!(
+            left,
+            Ok(0),
+            "the caller waiting for the queue was not woken"
+        );
+        waiter.join().unwrap();
+        // The next call writes the journal's saves again; nothing was journaled here.
+        lock(&store.shared.queue).failed = None;
     }
 }
