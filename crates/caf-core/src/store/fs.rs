@@ -208,8 +208,8 @@ impl Fs for RealFs {
     }
 
     /// `posix_fadvise(DONTNEED)` on Linux: the kernel starts writing the range's dirty pages out
-    /// (and drops its clean ones from the cache; a journal is not read back while it is
-    /// written). Nothing elsewhere.
+    /// (and drops its clean ones from the cache: a journal is read back only after a failure or
+    /// a crash). Nothing elsewhere.
     fn start_writing(&self, file: &File, _path: &Path, offset: u64, len: u64) {
         #[cfg(target_os = "linux")]
         {
