@@ -177,6 +177,14 @@ fn serve(messages: &Receiver<Msg>) {
     }
 }
 
+/// Starts the helper thread if it has not started yet, without giving it anything to do (it
+/// waits, blocked, for work). A store calls this when it opens, so that its first restores do
+/// not wait for a new thread to be scheduled: the first run of a new thread on an idle vCPU
+/// took ~2 ms on the 2-vCPU machine of docs/benchmarks.md, longer than a loop of restores.
+pub(crate) fn start_helper() {
+    let _ = helper();
+}
+
 /// Hands `tasks` to the helper, to be run in order. If the queue is full or there is no helper,
 /// they stay with their callers, unclaimed.
 fn hand_over(tasks: Vec<Task>, linger: bool) {

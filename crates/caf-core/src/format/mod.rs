@@ -19,6 +19,7 @@ mod v0;
 mod v1_0_0;
 pub mod versions;
 
+pub(crate) use beside::start_helper;
 pub use check::check;
 pub use codec::{
     decode, decode_value, encode, encode_unsealed, parse, prepare_checksum_beside, upgrade,

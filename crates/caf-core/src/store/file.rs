@@ -254,6 +254,9 @@ impl<F: Fs> FileStore<F> {
             let _ = index.compact();
         }
         clean_stale_temp_files(&fs, &meta_dir.join("tmp"), false);
+        // The thread that proves and types files beside a restore, started now rather than at
+        // the first restore (see `format::start_helper`).
+        crate::format::start_helper();
         // A file is put in place by renaming it, which cannot cross file systems: when `.caf/`
         // is on another one (mounted there), files are staged beside their place instead.
         let mut temp_dir = index.temp_dir();
