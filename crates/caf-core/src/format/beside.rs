@@ -197,13 +197,12 @@ fn hand_over(tasks: Vec<Task>, linger: bool) {
 /// Wakes the helper ahead of tasks this thread is about to hand it (see the module docs): call
 /// before reading bytes that [`start`] will get. Does nothing if the helper is awake already.
 pub(crate) fn nudge() {
+    // Awake or not, it may be on this thread's core.
+    cores::steer();
     if AWAKE.load(Ordering::Acquire) {
-        // Awake, but perhaps on this thread's core.
-        cores::steer();
         return;
     }
     if let Some(queue) = helper() {
-        cores::steer();
         let _ = queue.try_send(Msg::Nudge);
     }
 }
