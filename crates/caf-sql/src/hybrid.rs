@@ -404,7 +404,8 @@ impl<F: Fs> HybridStore<F> {
         let mut placed = Vec::with_capacity(batch.len());
         for (checkpoint, unsealed) in batch {
             let bytes = unsealed.seal();
-            let summary = CheckpointSummary::of(&checkpoint, bytes.len() as u64);
+            let len = bytes.len() as u64;
+            let summary = CheckpointSummary::of(&checkpoint, len);
             let published = self
                 .files
                 .stage_summarized(summary, &bytes)
@@ -421,6 +422,7 @@ impl<F: Fs> HybridStore<F> {
                         Ok(_) => Ok((integrity, None)),
                     }
                 });
+            self.files.give_back(bytes);
             let (integrity, error) = match published {
                 Ok(done) => done,
                 Err(e) => return Err(self.take_out(&placed, e)),
@@ -429,7 +431,7 @@ impl<F: Fs> HybridStore<F> {
             if let Some(e) = error {
                 late.get_or_insert(e);
             }
-            encoded.push(Encoded::with_integrity(bytes.len() as u64, integrity));
+            encoded.push(Encoded::with_integrity(len, integrity));
             checkpoints.push(checkpoint);
         }
         let ids: Vec<&str> = checkpoints.iter().map(|c| c.id.as_str()).collect();

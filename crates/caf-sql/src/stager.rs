@@ -197,7 +197,10 @@ impl Stager {
         let job: Job = Box::new(move || {
             // Part of the caller's save (for the test double's faults, too).
             let staged = working_for(caller, || {
-                files.stage_summarized(summary, &bytes.into_sealed())
+                let sealed = bytes.into_sealed();
+                let staged = files.stage_summarized(summary, &sealed);
+                files.give_back(sealed);
+                staged
             });
             // Before the result is sent: a caller that has it may then take the file store
             // back ([`crate::HybridStore::into_parts`]).

@@ -99,12 +99,19 @@ pub fn encode(ckpt: &Checkpoint) -> Result<Vec<u8>, EncodeError> {
 /// sealed where it suits the caller (a hybrid store seals on the thread that writes the file,
 /// while its rows are written). `capacity` is the expected length (0 when unknown).
 pub fn encode_unsealed(ckpt: &Checkpoint, capacity: usize) -> Result<Unsealed, EncodeError> {
+    encode_unsealed_into(ckpt, Vec::with_capacity(capacity.max(16 * 1024)))
+}
+
+/// [`encode_unsealed`] into `text`, a buffer whose earlier content is cleared and whose memory
+/// is reused: a writer that gives back the bytes of each file it wrote spares the allocator
+/// fresh pages for the next (see [`Unsealed::seal`]).
+pub fn encode_unsealed_into(ckpt: &Checkpoint, mut text: Vec<u8>) -> Result<Unsealed, EncodeError> {
     check(ckpt)?;
     let invalid = |message: String| EncodeError::Invalid {
         pointer: String::new(),
         message,
     };
-    let mut text = Vec::with_capacity(capacity.max(16 * 1024));
+    text.clear();
     integrity::write_canonical(&mut text, &Doc::of(ckpt)).map_err(|e| invalid(e.to_string()))?;
     let line = integrity::placeholder_line(&text)
         .ok_or_else(|| invalid("canonical text has no top-level integrity member".into()))?;

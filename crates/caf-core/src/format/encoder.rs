@@ -11,7 +11,7 @@
 //! [`thoughts`] and [`tool_calls`], which use the memory of the encoding in progress on this
 //! thread, if any, and serialize normally otherwise.
 
-use super::codec::{encode_unsealed, Unsealed};
+use super::codec::{encode_unsealed_into, Unsealed};
 use super::error::EncodeError;
 use super::model::{Checkpoint, Thought, ToolCall};
 use crate::id::ExecutionId;
@@ -74,6 +74,16 @@ impl Encoder {
 
     /// [`Encoder::encode`] but for the checksum ([`super::encode_unsealed`]).
     pub fn encode_unsealed(&mut self, ckpt: &Checkpoint) -> Result<Unsealed, EncodeError> {
+        self.encode_unsealed_into(ckpt, Vec::new())
+    }
+
+    /// [`Encoder::encode_unsealed`] into `text`, a buffer cleared and reused
+    /// ([`super::encode_unsealed_into`]).
+    pub fn encode_unsealed_into(
+        &mut self,
+        ckpt: &Checkpoint,
+        mut text: Vec<u8>,
+    ) -> Result<Unsealed, EncodeError> {
         let exec = &ckpt.execution_id;
         let items = match self.executions.remove(exec) {
             Some(items) => {
@@ -83,9 +93,10 @@ impl Encoder {
             None => Items::default(),
         };
         // Room for a little growth: the next thought and tool call.
-        let capacity = items.len + items.len / 8;
+        text.clear();
+        text.reserve((items.len + items.len / 8).max(16 * 1024));
         ACTIVE.with(|a| *a.borrow_mut() = Some(items));
-        let bytes = encode_unsealed(ckpt, capacity);
+        let bytes = encode_unsealed_into(ckpt, text);
         let mut items = ACTIVE.with(|a| a.borrow_mut().take()).unwrap_or_default();
         if let Ok(bytes) = &bytes {
             items.len = bytes.len();

@@ -4,6 +4,7 @@ use super::atomic::{
     make_spare_in, stage_in, stage_into_spare_in, sync_dir_in, AtomicWriteOptions, Placed, Staged,
     SPARE_PREFIX, TEMP_PREFIX,
 };
+use super::buffers::Buffers;
 use super::fs::{create_dir_durable, read_to_end, same_file, Fs, RealFs};
 use super::index::{mtime_ns, Entry, Index};
 use super::{CheckpointStore, CheckpointSummary, DamagedCheckpoint, ListFilter};
@@ -60,6 +61,8 @@ pub struct FileStore<F: Fs = RealFs> {
     options: FileStoreOptions,
     index: Mutex<Index<F>>,
     encoder: Mutex<Encoder>,
+    /// The memory of files written, for the next encodings ([`FileStore::give_back`]).
+    buffers: Buffers,
     /// Replaces secrets before anything is written (see [`crate::redact`]).
     redactor: Redactor,
     /// Empty files made beforehand for the next saves to write into ([`FileStore::make_spares`]).
@@ -274,6 +277,7 @@ impl<F: Fs> FileStore<F> {
             options,
             index: Mutex::new(index),
             encoder: Mutex::new(Encoder::default()),
+            buffers: Buffers::default(),
             redactor: Redactor::default(),
             spares: Mutex::new(Vec::new()),
             problems: found.problems,
@@ -521,11 +525,18 @@ impl<F: Fs> FileStore<F> {
         self.encode_unsealed(checkpoint).map(Unsealed::seal)
     }
 
+    /// Gives the store back the bytes of a file it encoded (or any buffer), once written: its
+    /// memory is reused by a later encoding rather than allocated again (see
+    /// `store/buffers.rs`: fresh pages cost a writer more than encoding into them).
+    pub fn give_back(&self, bytes: Vec<u8>) {
+        self.buffers.give_back(bytes);
+    }
+
     /// [`FileStore::encode`] but for the checksum ([`Encoder::encode_unsealed`]).
     fn encode_unsealed(&self, checkpoint: &Checkpoint) -> Result<Unsealed> {
         let mut encoder = self.encoder.lock().unwrap_or_else(|p| p.into_inner());
         encoder
-            .encode_unsealed(checkpoint)
+            .encode_unsealed_into(checkpoint, self.buffers.take())
             .map_err(|error| Error::Encode {
                 id: checkpoint.id.to_string(),
                 error,
@@ -878,7 +889,11 @@ impl<F: Fs> Drop for FileStore<F> {
 impl<F: Fs> CheckpointStore for FileStore<F> {
     fn save(&self, checkpoint: &Checkpoint) -> Result<CheckpointSummary> {
         let (redacted, bytes) = self.redact_and_encode(checkpoint, None, self)?;
-        self.publish(self.stage_as_is(&redacted, &bytes)?)
+        let staged = self.stage_as_is(&redacted, &bytes);
+        if let Cow::Owned(bytes) = bytes {
+            self.give_back(bytes);
+        }
+        self.publish(staged?)
     }
 
     fn save_encoded(&self, checkpoint: &Checkpoint, bytes: &[u8]) -> Result<CheckpointSummary> {

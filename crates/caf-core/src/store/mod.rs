@@ -7,6 +7,7 @@
 
 mod atomic;
 mod background;
+mod buffers;
 pub(crate) mod file;
 mod fs;
 mod index;
