@@ -18,8 +18,9 @@ use std::process::ExitCode;
 /// The binary's allocator: mimalloc. A save or a restore allocates and frees thousands of small
 /// values (a thought's strings, a tool call's arguments) and buffers of the checkpoint's size;
 /// side by side with the system allocator on the agent-run workload, mimalloc made restores and
-/// listings faster and eight writers' saves cheaper in CPU (docs/benchmarks.md). The libraries
-/// leave the choice to the program that links them.
+/// listings faster and eight writers' saves cheaper in CPU (docs/benchmarks.md). Built with
+/// `no_thp` (the workspace's `Cargo.toml` says why). The libraries leave the choice to the
+/// program that links them.
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

@@ -36,7 +36,10 @@
 //! Saving and restoring allocate and free many small values and checkpoint-sized buffers. The
 //! `caf` binary uses mimalloc as its global allocator, which made its restores and listings
 //! faster than with the system allocator (docs/benchmarks.md); a program that links this crate
-//! chooses its own, and gets the same by setting `#[global_allocator]` to mimalloc.
+//! chooses its own, and gets the same by setting `#[global_allocator]` to mimalloc (built with
+//! its `no_thp` feature: with transparent huge pages, each first touch of its memory cleared 2
+//! MiB). A writer that hands encoded bytes to another thread gives them back when written
+//! ([`FileStore::give_back`]), so that the next encoding reuses their memory.
 
 pub mod capture;
 pub mod clock;

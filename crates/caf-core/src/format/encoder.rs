@@ -77,8 +77,8 @@ impl Encoder {
         self.encode_unsealed_into(ckpt, Vec::new())
     }
 
-    /// [`Encoder::encode_unsealed`] into `text`, a buffer cleared and reused
-    /// ([`super::encode_unsealed_into`]).
+    /// [`Encoder::encode_unsealed`] into `text`, a buffer whose content is cleared and whose
+    /// memory is reused (a store's buffers given back, `store/buffers.rs`).
     pub fn encode_unsealed_into(
         &mut self,
         ckpt: &Checkpoint,
