@@ -93,8 +93,11 @@ impl Encoder {
             None => Items::default(),
         };
         // Room for a little growth: the next thought and tool call.
-        text.clear();
-        text.reserve((items.len + items.len / 8).max(16 * 1024));
+        let need = (items.len + items.len / 8).max(16 * 1024);
+        if text.capacity() < need {
+            // Growing it would copy its old bytes.
+            text = Vec::with_capacity(need);
+        }
         ACTIVE.with(|a| *a.borrow_mut() = Some(items));
         let bytes = encode_unsealed_into(ckpt, text);
         let mut items = ACTIVE.with(|a| a.borrow_mut().take()).unwrap_or_default();

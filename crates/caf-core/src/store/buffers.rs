@@ -11,10 +11,11 @@ use std::sync::Mutex;
 
 /// How many buffers are kept.
 const KEPT: usize = 4;
-/// The largest buffer kept: a store that once wrote a huge checkpoint does not hold its memory.
-const MAX_KEPT: usize = 16 << 20;
+/// The largest buffer kept (so a store holds at most 16 MiB this way): a store that once wrote
+/// a huge checkpoint does not hold its memory.
+const MAX_KEPT: usize = 4 << 20;
 
-/// Buffers given back, the most recent last.
+/// Buffers given back, in no order.
 #[derive(Debug, Default)]
 pub(crate) struct Buffers(Mutex<Vec<Vec<u8>>>);
 
@@ -105,6 +106,23 @@ mod tests {
         // A save encodes into it too, and gives it back once its file is written.
         store.give_back(again);
         store.save(&c).unwrap();
-        assert_eq!(store.encode(&c).unwrap().as_ptr(), at);
+        let kept = store.buffers.take();
+        assert_eq!(kept.as_ptr(), at);
+    }
+
+    #[test]
+    fn an_encoder_clears_the_buffer_it_is_given() {
+        use crate::format::Encoder;
+        use crate::{CheckpointManager, CheckpointOptions, CheckpointReason, RuntimeState};
+        let m = CheckpointManager::new(std::sync::Arc::new(crate::MemoryStore::new()));
+        let mut state = RuntimeState::new("agent");
+        let c = m
+            .checkpoint(&mut state, CheckpointOptions::new(CheckpointReason::Manual))
+            .unwrap();
+        let mut encoder = Encoder::default();
+        for given in [b"stale bytes".to_vec(), vec![b'x'; 1 << 20]] {
+            let unsealed = encoder.encode_unsealed_into(&c, given).unwrap();
+            assert_eq!(unsealed.seal(), crate::format::encode(&c).unwrap());
+        }
     }
 }

@@ -62,7 +62,7 @@ pub struct FileStore<F: Fs = RealFs> {
     index: Mutex<Index<F>>,
     encoder: Mutex<Encoder>,
     /// The memory of files written, for the next encodings ([`FileStore::give_back`]).
-    buffers: Buffers,
+    pub(super) buffers: Buffers,
     /// Replaces secrets before anything is written (see [`crate::redact`]).
     redactor: Redactor,
     /// Empty files made beforehand for the next saves to write into ([`FileStore::make_spares`]).
