@@ -7,9 +7,9 @@
 //! files first, then commits: the journal holds those saves until the commit). A flusher deletes
 //! the rows of files the file system has since synced. A process crash loses nothing (the
 //! kernel still holds the files); a power loss may leave files missing or torn, but only files
-//! with a row here, and the database holds each of them whole. So on open, the rows of an earlier boot name every file to
-//! check and, where it differs from its database copy, to write again, byte for byte (a
-//! checkpoint loaded from the database encodes to exactly its file).
+//! with a row here, and the database holds each of them whole. So on open, the rows of an
+//! earlier boot name every file to check and, where it differs from its database copy, to write
+//! again, byte for byte (a checkpoint loaded from the database encodes to exactly its file).
 //!
 //! Markers (`DIR/.caf/unflushed/BOOT`, flushed once per boot) let a store opened without its
 //! database see that an earlier boot left files to check.

@@ -105,7 +105,10 @@ pub fn encode_unsealed(ckpt: &Checkpoint, capacity: usize) -> Result<Unsealed, E
 /// [`encode_unsealed`] into `text`, a buffer whose earlier content is cleared and whose memory
 /// is reused: a writer that gives back the bytes of each file it wrote spares the allocator
 /// fresh pages for the next (`FileStore::give_back`).
-pub fn encode_unsealed_into(ckpt: &Checkpoint, mut text: Vec<u8>) -> Result<Unsealed, EncodeError> {
+pub(super) fn encode_unsealed_into(
+    ckpt: &Checkpoint,
+    mut text: Vec<u8>,
+) -> Result<Unsealed, EncodeError> {
     check(ckpt)?;
     let invalid = |message: String| EncodeError::Invalid {
         pointer: String::new(),
