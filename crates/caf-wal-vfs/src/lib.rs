@@ -1,0 +1,149 @@
+//! A SQLite VFS that hands each transaction's write-ahead-log frames to the kernel in one write.
+//!
+//! SQLite in WAL mode writes every page of a commit as a frame of the log, with two `pwrite`s
+//! each (the frame's 24-byte header, then the page). A caf save changes some twenty pages, so
+//! its commit made about forty system calls, each a small write into the page cache. On ext4
+//! with large folios (Linux 6.16 and later) every such write walks the buffers of its folio:
+//! measured on this project's machines, forty small writes took ~150 µs where one write of the
+//! same bytes took ~10 (docs/benchmarks.md, 2026-11-25).
+//!
+//! This VFS is the platform's default VFS (`unix` on Linux) with one change: the log file
+//! ([`SQLITE_OPEN_WAL`](libsqlite3_sys::SQLITE_OPEN_WAL)) gathers appended writes in memory and
+//! writes them at once (`wal_file`). The file's bytes, the locks and the shared memory are
+//! exactly the default VFS's, so processes that use it and processes that do not share a
+//! database as before. When the gathered frames reach the file:
+//!
+//! - at the last write of a commit (the page of the frame whose header holds the commit mark),
+//!   so a commit's frames are in the file before SQLite publishes the commit in the wal-index;
+//!   a failed write fails that commit, which SQLite then rolls back;
+//! - before anything else is done with the file (read, sync, truncate, lock, size, close…);
+//! - before a write anywhere but at the end of the gathered bytes (SQLite rewriting a frame of
+//!   the open transaction, or starting the log over), which then goes straight to the file;
+//! - when a megabyte is gathered (a large transaction).
+//!
+//! Gathered bytes are written in pieces of at most 124 KiB, as the unix VFS takes no more per
+//! call: a caf save at step 100 (about 88 KB of frames) is one write.
+//!
+//! Nothing is flushed to disk any differently: `fsync` stays where SQLite (or caf's group
+//! commit) puts it, and a crash loses at most frames of a transaction that never committed.
+//!
+//! This is the only crate of caf with `unsafe` code: a VFS is a table of C callbacks.
+
+use libsqlite3_sys as ffi;
+use std::ffi::{c_int, c_void, CStr};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
+
+mod wal_file;
+
+/// The name the VFS is registered under: open a database with `?vfs=caf-wal` in its URI.
+pub const NAME: &str = "caf-wal";
+const NAME_C: &CStr = c"caf-wal";
+
+/// The registered VFS, kept for the life of the process (SQLite holds a pointer to it).
+struct Registered(#[allow(dead_code)] *mut ffi::sqlite3_vfs);
+
+// SAFETY: the VFS is immutable once registered, and SQLite calls it from any thread.
+unsafe impl Send for Registered {}
+// SAFETY: as above; nothing in it is written after registration.
+unsafe impl Sync for Registered {}
+
+static REGISTERED: OnceLock<Option<Registered>> = OnceLock::new();
+
+/// Registers the VFS (once per process; later calls return at once) and returns its name, or
+/// `None` if SQLite has no default VFS to build it on or would not register it (then open
+/// databases without it: they work the same, with more system calls).
+pub fn register() -> Option<&'static str> {
+    // SAFETY: `build` reads SQLite's default VFS and registers a copy; SQLite is initialized by
+    // `sqlite3_vfs_find`, and the copy lives until the process ends.
+    REGISTERED
+        .get_or_init(|| unsafe { build() })
+        .as_ref()
+        .map(|_| NAME)
+}
+
+/// Builds and registers the VFS: a copy of the default VFS whose `xOpen` wraps log files.
+unsafe fn build() -> Option<Registered> {
+    // SAFETY: with a null name, the default VFS (initializing SQLite first).
+    let real = unsafe { ffi::sqlite3_vfs_find(std::ptr::null()) };
+    if real.is_null() {
+        return None;
+    }
+    // SAFETY: `real` points to a registered VFS, which SQLite never frees.
+    let mut vfs = unsafe { std::ptr::read(real) };
+    // SAFETY: as above.
+    let real_size = unsafe { (*real).szOsFile };
+    vfs.szOsFile = real_size.max(wal_file::size_around(real_size));
+    vfs.pNext = std::ptr::null_mut();
+    vfs.zName = NAME_C.as_ptr();
+    // Every other method of the copy is the default VFS's own, called with this VFS: they use
+    // neither `pAppData` nor `zName` (`xOpen`, which does, is called with the real one).
+    vfs.pAppData = real.cast::<c_void>();
+    vfs.xOpen = Some(open);
+    let vfs = Box::into_raw(Box::new(vfs));
+    // SAFETY: `vfs` is a valid VFS that lives for the rest of the process.
+    if unsafe { ffi::sqlite3_vfs_register(vfs, 0) } != ffi::SQLITE_OK {
+        // SAFETY: not registered, so nothing else holds it.
+        drop(unsafe { Box::from_raw(vfs) });
+        return None;
+    }
+    Some(Registered(vfs))
+}
+
+/// `xOpen`: the default VFS's, with log files wrapped.
+unsafe extern "C" fn open(
+    vfs: *mut ffi::sqlite3_vfs,
+    name: ffi::sqlite3_filename,
+    file: *mut ffi::sqlite3_file,
+    flags: c_int,
+    out_flags: *mut c_int,
+) -> c_int {
+    // SAFETY: `vfs` is the VFS `build` registered, whose `pAppData` is the default VFS.
+    let real = unsafe { (*vfs).pAppData.cast::<ffi::sqlite3_vfs>() };
+    // SAFETY: as above.
+    let Some(real_open) = (unsafe { (*real).xOpen }) else {
+        // SAFETY: SQLite passes `file` with room for `szOsFile` bytes.
+        unsafe { (*file).pMethods = std::ptr::null() };
+        return ffi::SQLITE_CANTOPEN;
+    };
+    if flags & ffi::SQLITE_OPEN_WAL == 0 || name.is_null() {
+        // SAFETY: the arguments SQLite gave, to the VFS this one copies.
+        return unsafe { real_open(real, name, file, flags, out_flags) };
+    }
+    // SAFETY: as above; `file` has room for `size_around(real's szOsFile)` bytes.
+    unsafe { wal_file::open(real, real_open, name, file, flags, out_flags) }
+}
+
+/// How many writes the log files of this process were given, and how many they made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Stats {
+    /// Writes SQLite asked of log files opened through this VFS.
+    pub asked: u64,
+    /// Writes those files made to the operating system.
+    pub made: u64,
+    /// Writes made straight, not gathered: anywhere but at the end of the last write (the log
+    /// started over, or SQLite rewriting frames of the open transaction).
+    pub straight: u64,
+    /// Bytes gathered and not written yet, in all those files: none once a commit returned.
+    pub gathered: u64,
+}
+
+static ASKED: AtomicU64 = AtomicU64::new(0);
+static MADE: AtomicU64 = AtomicU64::new(0);
+static GATHERED: AtomicU64 = AtomicU64::new(0);
+static STRAIGHT: AtomicU64 = AtomicU64::new(0);
+
+/// The writes of every log file opened through this VFS in this process so far.
+pub fn stats() -> Stats {
+    Stats {
+        asked: ASKED.load(Ordering::Relaxed),
+        made: MADE.load(Ordering::Relaxed),
+        straight: STRAIGHT.load(Ordering::Relaxed),
+        gathered: GATHERED.load(Ordering::Relaxed),
+    }
+}
+
+/// A URI query parameter naming this VFS, if it is registered: `vfs=caf-wal`.
+pub fn uri_parameter() -> Option<String> {
+    register().map(|name| format!("vfs={name}"))
+}
