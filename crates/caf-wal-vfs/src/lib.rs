@@ -16,10 +16,20 @@
 //! - at the last write of a commit (the page of the frame whose header holds the commit mark),
 //!   so a commit's frames are in the file before SQLite publishes the commit in the wal-index;
 //!   a failed write fails that commit, which SQLite then rolls back;
-//! - before anything else is done with the file (read, sync, truncate, lock, size, close…);
+//! - before anything else is done with the log file (read, sync, truncate, size, file control,
+//!   close);
 //! - before a write anywhere but at the end of the gathered bytes (SQLite rewriting a frame of
 //!   the open transaction, or starting the log over), which then goes straight to the file;
-//! - when a megabyte is gathered (a large transaction).
+//! - when a megabyte is gathered (a large transaction);
+//! - before the connection gives up the log's write lock (seen on the database file, which is
+//!   wrapped for that alone: `db_file`): frames of a transaction that spilled pages into the log
+//!   and then rolled back are written where the default VFS would have written them, before
+//!   another connection may write there.
+//!
+//! The log gathers only when a frame's header is always written by itself, as SQLite does
+//! unless it pads commits to a sector boundary (`synchronous = FULL` on a file without
+//! `SQLITE_IOCAP_POWERSAFE_OVERWRITE`, e.g. `psow=0`): then, and when the log is not opened
+//! beside a database file of this VFS, every write goes straight to the file.
 //!
 //! Gathered bytes are written in pieces of at most 124 KiB, as the unix VFS takes no more per
 //! call: a caf save at step 100 (about 88 KB of frames) is one write.
@@ -34,7 +44,22 @@ use std::ffi::{c_int, c_void, CStr};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 
+mod db_file;
 mod wal_file;
+
+/// The `xOpen` of the default VFS.
+pub(crate) type OpenFn = unsafe extern "C" fn(
+    *mut ffi::sqlite3_vfs,
+    ffi::sqlite3_filename,
+    *mut ffi::sqlite3_file,
+    c_int,
+    *mut c_int,
+) -> c_int;
+
+/// Where the default VFS's file starts in a file of this VFS: after the wrapper (a
+/// [`wal_file::WalFile`] or [`db_file::DbFile`]), at a multiple of 16 bytes (SQLite's allocations
+/// and both wrappers are 8-aligned, as is the default VFS's file).
+pub(crate) const OFFSET: usize = 128;
 
 /// The name the VFS is registered under: open a database with `?vfs=caf-wal` in its URI.
 pub const NAME: &str = "caf-wal";
@@ -69,11 +94,19 @@ unsafe fn build() -> Option<Registered> {
     if real.is_null() {
         return None;
     }
-    // SAFETY: `real` points to a registered VFS, which SQLite never frees.
+    // SAFETY: `real` points to a registered VFS, which SQLite never frees; its name is a C
+    // string.
+    let name = unsafe { CStr::from_ptr((*real).zName) }.to_bytes();
+    // The unix and Windows VFSs ignore the VFS they are called with, but for `xOpen` (given
+    // the real one): another default VFS (an application's wrapper) might not.
+    if !(name.starts_with(b"unix") || name.starts_with(b"win32")) {
+        return None;
+    }
+    // SAFETY: as above.
     let mut vfs = unsafe { std::ptr::read(real) };
     // SAFETY: as above.
     let real_size = unsafe { (*real).szOsFile };
-    vfs.szOsFile = real_size.max(wal_file::size_around(real_size));
+    vfs.szOsFile = real_size.checked_add(OFFSET as c_int)?;
     vfs.pNext = std::ptr::null_mut();
     vfs.zName = NAME_C.as_ptr();
     // Every other method of the copy is the default VFS's own, called with this VFS: they use
@@ -106,12 +139,70 @@ unsafe extern "C" fn open(
         unsafe { (*file).pMethods = std::ptr::null() };
         return ffi::SQLITE_CANTOPEN;
     };
-    if flags & ffi::SQLITE_OPEN_WAL == 0 || name.is_null() {
-        // SAFETY: the arguments SQLite gave, to the VFS this one copies.
-        return unsafe { real_open(real, name, file, flags, out_flags) };
+    if flags & ffi::SQLITE_OPEN_WAL != 0 && !name.is_null() {
+        // SAFETY: the arguments SQLite gave; `file` has room for OFFSET bytes more than the
+        // default VFS's file.
+        return unsafe { wal_file::open(real, real_open, name, file, flags, out_flags) };
     }
-    // SAFETY: as above; `file` has room for `size_around(real's szOsFile)` bytes.
-    unsafe { wal_file::open(real, real_open, name, file, flags, out_flags) }
+    if flags & ffi::SQLITE_OPEN_MAIN_DB != 0 {
+        // SAFETY: as above.
+        return unsafe { db_file::open(real, real_open, name, file, flags, out_flags) };
+    }
+    // SAFETY: the arguments SQLite gave, to the VFS this one copies.
+    unsafe { real_open(real, name, file, flags, out_flags) }
+}
+
+/// Opens the default VFS's file OFFSET bytes into `file`: `(rc, Some(that file))` when it is
+/// open, else `(rc, None)` with `file` left without methods.
+///
+/// # Safety
+/// `file` must have room for OFFSET bytes plus the default VFS's `szOsFile`, and the other
+/// arguments be what SQLite passed to `xOpen`.
+pub(crate) unsafe fn open_inner(
+    real: *mut ffi::sqlite3_vfs,
+    real_open: OpenFn,
+    name: ffi::sqlite3_filename,
+    file: *mut ffi::sqlite3_file,
+    flags: c_int,
+    out_flags: *mut c_int,
+) -> (c_int, Option<*mut ffi::sqlite3_file>) {
+    // SAFETY: `file` has room for OFFSET bytes and the default VFS's file after them.
+    let inner = unsafe { file.cast::<u8>().add(OFFSET).cast::<ffi::sqlite3_file>() };
+    // SAFETY: `inner` is within the allocation and 8-aligned (SQLite's allocation is, and
+    // OFFSET is a multiple of 16); the default VFS sets its methods when it opens the file.
+    unsafe { (*inner).pMethods = std::ptr::null() };
+    // SAFETY: the arguments SQLite gave, with the default VFS's part of the memory.
+    let rc = unsafe { real_open(real, name, inner, flags, out_flags) };
+    // SAFETY: `inner` was set above and possibly by `real_open`.
+    let opened = unsafe { !(*inner).pMethods.is_null() };
+    if rc == ffi::SQLITE_OK && opened {
+        return (rc, Some(inner));
+    }
+    if opened {
+        // SAFETY: the default VFS opened it; close it, as SQLite will not (below).
+        unsafe { close_real(inner) };
+    }
+    // SAFETY: SQLite will then not call this file's methods.
+    unsafe { (*file).pMethods = std::ptr::null() };
+    let rc = if rc == ffi::SQLITE_OK {
+        ffi::SQLITE_CANTOPEN
+    } else {
+        rc
+    };
+    (rc, None)
+}
+
+/// Closes a file of the default VFS.
+///
+/// # Safety
+/// `real` must be an open file of the default VFS.
+pub(crate) unsafe fn close_real(real: *mut ffi::sqlite3_file) -> c_int {
+    // SAFETY: an open file has methods.
+    match unsafe { (*(*real).pMethods).xClose } {
+        // SAFETY: as above.
+        Some(close) => unsafe { close(real) },
+        None => ffi::SQLITE_OK,
+    }
 }
 
 /// How many writes the log files of this process were given, and how many they made.

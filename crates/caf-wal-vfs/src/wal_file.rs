@@ -3,7 +3,8 @@
 //! The memory SQLite gives a file of this VFS holds a [`WalFile`] and, after it, the default
 //! VFS's own file, which does every read, write and lock.
 
-use crate::{ASKED, GATHERED, MADE, STRAIGHT};
+use crate::db_file::{self, DbFile};
+use crate::{close_real, ASKED, GATHERED, MADE, OFFSET, STRAIGHT};
 use libsqlite3_sys as ffi;
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::Ordering;
@@ -19,11 +20,14 @@ const LIMIT: usize = 1 << 20;
 const CHUNK: usize = 124 << 10;
 
 /// A log file: SQLite sees `base` (whose methods are [`METHODS`]); `real` is the default VFS's
-/// file, in the same allocation.
+/// file, in the same allocation; `db` the database file beside it, when it is of this VFS.
 #[repr(C)]
-struct WalFile {
+pub(crate) struct WalFile {
     base: ffi::sqlite3_file,
     real: *mut ffi::sqlite3_file,
+    db: *mut ffi::sqlite3_file,
+    /// Whether appended writes are gathered (else every write goes straight to the file).
+    gathers: bool,
     gathered: Gathered,
 }
 
@@ -39,62 +43,45 @@ struct Gathered {
     eager: bool,
 }
 
-/// The offset of the default VFS's file after a [`WalFile`] (kept 16-byte aligned).
-const OFFSET: usize = std::mem::size_of::<WalFile>().next_multiple_of(16);
-
-/// The bytes a log file of this VFS takes, the default VFS's being `real_size`.
-pub(crate) fn size_around(real_size: c_int) -> c_int {
-    real_size.saturating_add(OFFSET as c_int)
-}
+const _: () = assert!(std::mem::size_of::<WalFile>() <= OFFSET);
 
 /// Opens a log file at `file` through `real_open`, wrapped.
 ///
 /// # Safety
-/// `file` must have room for [`size_around`] of the default VFS's `szOsFile`, and the other
-/// arguments be what SQLite passed to `xOpen`.
+/// `file` must have room for [`OFFSET`] bytes plus the default VFS's `szOsFile`, `name` be the
+/// name SQLite passed (`sqlite3_database_file_object` finds the database file from it), and
+/// the other arguments be what SQLite passed to `xOpen`.
 pub(crate) unsafe fn open(
     real: *mut ffi::sqlite3_vfs,
-    real_open: unsafe extern "C" fn(
-        *mut ffi::sqlite3_vfs,
-        ffi::sqlite3_filename,
-        *mut ffi::sqlite3_file,
-        c_int,
-        *mut c_int,
-    ) -> c_int,
+    real_open: crate::OpenFn,
     name: ffi::sqlite3_filename,
     file: *mut ffi::sqlite3_file,
     flags: c_int,
     out_flags: *mut c_int,
 ) -> c_int {
+    // SAFETY: per the contract.
+    let (rc, inner) = unsafe { crate::open_inner(real, real_open, name, file, flags, out_flags) };
+    let Some(inner) = inner else {
+        return rc;
+    };
+    // SAFETY: `name` is the log's name as SQLite passed it to `xOpen`.
+    let db = unsafe { ffi::sqlite3_database_file_object(name) };
+    let db = if db_file::is_ours(db) {
+        db
+    } else {
+        std::ptr::null_mut()
+    };
+    // SAFETY: `db` is null or an open database file of this VFS.
+    let gathers = !db.is_null() && unsafe { db_file::overwrites_safely(db) };
     let outer = file.cast::<WalFile>();
-    // SAFETY: `file` has room for OFFSET bytes and the default VFS's file after them.
-    let inner = unsafe { file.cast::<u8>().add(OFFSET).cast::<ffi::sqlite3_file>() };
-    // SAFETY: `inner` is within the allocation and suitably aligned; the default VFS sets its
-    // methods when it opens the file.
-    unsafe { (*inner).pMethods = std::ptr::null() };
-    // SAFETY: the arguments SQLite gave, with the default VFS's part of the memory.
-    let rc = unsafe { real_open(real, name, inner, flags, out_flags) };
-    // SAFETY: `inner` was set above and possibly by `real_open`.
-    let opened = unsafe { !(*inner).pMethods.is_null() };
-    if rc != ffi::SQLITE_OK || !opened {
-        if opened {
-            // SAFETY: the default VFS opened it; close it, as SQLite will not (see below).
-            unsafe { close_real(inner) };
-        }
-        // SAFETY: SQLite will then not call this file's methods.
-        unsafe { (*file).pMethods = std::ptr::null() };
-        return if rc == ffi::SQLITE_OK {
-            ffi::SQLITE_CANTOPEN
-        } else {
-            rc
-        };
-    }
-    // SAFETY: `outer` is at the start of the allocation, aligned for a `WalFile`, and nothing
-    // there needs dropping.
+    // SAFETY: `outer` is at the start of the allocation, aligned for a `WalFile` (SQLite's
+    // allocations are 8-aligned, as is a `WalFile`), and nothing there needs dropping.
     unsafe {
         outer.write(WalFile {
             base: ffi::sqlite3_file { pMethods: &METHODS },
             real: inner,
+            db,
+            gathers,
             gathered: Gathered {
                 bytes: Vec::new(),
                 start: 0,
@@ -103,20 +90,38 @@ pub(crate) unsafe fn open(
             },
         })
     };
+    if !db.is_null() {
+        // SAFETY: `db` is an open database file of this VFS; the log clears this when it
+        // closes, and the database file clears the log's link when it closes first.
+        unsafe { (*db.cast::<DbFile>()).wal = outer };
+    }
     ffi::SQLITE_OK
 }
 
-/// Closes the default VFS's file.
+/// The database file's connection is giving up the log's write lock: what is gathered then
+/// belongs to no commit (a commit writes its frames at its last one); it is written now,
+/// where the default VFS would have written it, while no other connection may write the log.
 ///
 /// # Safety
-/// `real` must be an open file of the default VFS.
-unsafe fn close_real(real: *mut ffi::sqlite3_file) -> c_int {
-    // SAFETY: an open file has methods.
-    match unsafe { (*(*real).pMethods).xClose } {
-        // SAFETY: as above.
-        Some(close) => unsafe { close(real) },
-        None => ffi::SQLITE_OK,
-    }
+/// `wal` must be an open log file of this VFS.
+pub(crate) unsafe fn write_lock_released(wal: *mut WalFile) {
+    // SAFETY: per the contract.
+    let f = unsafe { &mut *wal };
+    // A failure here has no one to report to (SQLite does not check the unlock); the bytes are
+    // those of a transaction that did not commit, and the next one writes over them.
+    let _ = flush(f);
+}
+
+/// The database file is closing before its log: the log forgets it, and gathers no more.
+///
+/// # Safety
+/// `wal` must be an open log file of this VFS.
+pub(crate) unsafe fn forget_db(wal: *mut WalFile) {
+    // SAFETY: per the contract.
+    let f = unsafe { &mut *wal };
+    let _ = flush(f);
+    f.gathers = false;
+    f.db = std::ptr::null_mut();
 }
 
 /// The file behind SQLite's pointer.
@@ -191,6 +196,9 @@ unsafe extern "C" fn x_write(
     // SAFETY: SQLite calls this with a file this VFS opened.
     let f = unsafe { this(file) };
     let len = usize::try_from(amount).unwrap_or(0);
+    if len == 0 || data.is_null() {
+        return ffi::SQLITE_OK;
+    }
     // SAFETY: SQLite passes `amount` readable bytes at `data`.
     let bytes = unsafe { std::slice::from_raw_parts(data.cast::<u8>(), len) };
     let end = offset.saturating_add(len as i64);
@@ -199,10 +207,10 @@ unsafe extern "C" fn x_write(
     if len == FRAME_HEADER {
         f.gathered.eager = commit_header(bytes);
     }
-    if !append {
+    if !append || !f.gathers {
         // Not an append (the log started over, a frame of this transaction rewritten, the
-        // checksums after it rewritten at the commit; another process wrote last): what is
-        // gathered goes first, then this, straight to the file.
+        // checksums after it rewritten at the commit; another process wrote last), or a log
+        // that does not gather: what is gathered goes first, then this, straight to the file.
         let rc = flush(f);
         if rc != ffi::SQLITE_OK {
             return rc;
@@ -266,7 +274,12 @@ unsafe extern "C" fn x_close(file: *mut ffi::sqlite3_file) -> c_int {
     };
     let outer = file.cast::<WalFile>();
     // SAFETY: as above; the `WalFile` is not used again (SQLite frees the memory).
-    let real = unsafe { (*outer).real };
+    let (real, db) = unsafe { ((*outer).real, (*outer).db) };
+    if !db.is_null() {
+        // SAFETY: the database file is open (it clears `db` through `forget_db` if it closes
+        // first).
+        unsafe { (*db.cast::<DbFile>()).wal = std::ptr::null_mut() };
+    }
     // SAFETY: as above: the gathered bytes' buffer is dropped once.
     unsafe { std::ptr::drop_in_place(std::ptr::addr_of_mut!((*outer).gathered)) };
     // SAFETY: the default VFS's file is open until now.

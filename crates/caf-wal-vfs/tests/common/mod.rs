@@ -78,7 +78,11 @@ pub fn insert(c: &mut SqliteConnection, count: u32, v: i64) {
 
 /// Once a commit returned, every byte of it is in the file.
 pub fn assert_nothing_gathered() {
-    assert_eq!(stats().gathered, 0, "bytes of a committed log not written");
+    assert_eq!(
+        stats().gathered,
+        0,
+        "bytes gathered once the transaction ended"
+    );
 }
 
 /// What a crash leaves of `dir`'s database (the process killed, the kernel's page cache kept):
