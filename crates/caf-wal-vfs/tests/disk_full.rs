@@ -46,10 +46,7 @@ extern "C" {
 fn a_commit_that_finds_the_disk_full_fails_and_the_next_one_works() {
     let _serial = serial();
     let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("t.db");
-    let mut ours = open(&path, true);
-    ours.batch_execute("CREATE TABLE t (id INTEGER PRIMARY KEY, v INTEGER, body BLOB);")
-        .expect("create");
+    let (path, mut ours) = new_database(dir.path());
     insert(&mut ours, 5, 1);
     // SAFETY: the unix VFS and its system-call table, swapped before the failing commit.
     unsafe {

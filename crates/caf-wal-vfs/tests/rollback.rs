@@ -12,11 +12,8 @@ use diesel::connection::SimpleConnection;
 fn frames_of_a_rolled_back_transaction_never_overwrite_a_later_commit() {
     let _serial = serial();
     let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("t.db");
-    let mut ours = open(&path, true);
+    let (path, mut ours) = new_database(dir.path());
     let mut theirs = open(&path, false);
-    ours.batch_execute("CREATE TABLE t (id INTEGER PRIMARY KEY, v INTEGER, body BLOB);")
-        .expect("create");
     insert(&mut ours, 40, 1);
     ours.batch_execute("PRAGMA wal_checkpoint(TRUNCATE);")
         .expect("checkpoint");

@@ -12,10 +12,7 @@ use diesel::connection::SimpleConnection;
 fn a_transaction_that_spills_and_rewrites_its_frames_survives_a_crash() {
     let _serial = serial();
     let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("t.db");
-    let mut c = open(&path, true);
-    c.batch_execute("CREATE TABLE t (id INTEGER PRIMARY KEY, v INTEGER, body BLOB);")
-        .expect("create");
+    let (path, mut c) = new_database(dir.path());
     insert(&mut c, 50, 0);
     let before = stats();
     c.batch_execute(

@@ -11,9 +11,7 @@ use diesel::connection::SimpleConnection;
 fn a_commit_of_twenty_pages_is_one_write() {
     let _serial = serial();
     let dir = tempfile::tempdir().expect("tempdir");
-    let mut c = open(&dir.path().join("t.db"), true);
-    c.batch_execute("CREATE TABLE t (id INTEGER PRIMARY KEY, v INTEGER, body BLOB);")
-        .expect("create");
+    let (_, mut c) = new_database(dir.path());
     let before = stats();
     insert(&mut c, 20, 1);
     let after = stats();
@@ -31,11 +29,8 @@ fn a_commit_of_twenty_pages_is_one_write() {
 fn commits_of_each_vfs_are_read_by_the_other() {
     let _serial = serial();
     let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("t.db");
-    let mut ours = open(&path, true);
+    let (path, mut ours) = new_database(dir.path());
     let mut theirs = open(&path, false);
-    ours.batch_execute("CREATE TABLE t (id INTEGER PRIMARY KEY, v INTEGER, body BLOB);")
-        .expect("create");
     for i in 0..40 {
         let (writer, reader) = if i % 3 == 0 {
             (&mut theirs, &mut ours)
@@ -60,10 +55,7 @@ fn commits_of_each_vfs_are_read_by_the_other() {
 fn a_crash_right_after_commits_loses_none_of_them() {
     let _serial = serial();
     let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("t.db");
-    let mut c = open(&path, true);
-    c.batch_execute("CREATE TABLE t (id INTEGER PRIMARY KEY, v INTEGER, body BLOB);")
-        .expect("create");
+    let (path, mut c) = new_database(dir.path());
     for i in 0..10 {
         insert(&mut c, 7, i);
     }

@@ -17,6 +17,17 @@ pub fn serial() -> std::sync::MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+/// The table the tests write: a value and a page-sized body per row.
+pub const TABLE: &str = "CREATE TABLE t (id INTEGER PRIMARY KEY, v INTEGER, body BLOB);";
+
+/// A new database `t.db` in `dir` with the table, opened through this VFS.
+pub fn new_database(dir: &Path) -> (PathBuf, SqliteConnection) {
+    let path = dir.join("t.db");
+    let mut c = open(&path, true);
+    c.batch_execute(TABLE).expect("create the table");
+    (path, c)
+}
+
 /// Opens `path` in WAL mode, through this VFS or SQLite's default one.
 pub fn open(path: &Path, through_caf_wal: bool) -> SqliteConnection {
     let vfs = if through_caf_wal {
