@@ -119,7 +119,6 @@ forward!(x_truncate, xTruncate, (size: i64), ffi::SQLITE_IOERR);
 forward!(x_sync, xSync, (flags: c_int), ffi::SQLITE_IOERR);
 forward!(x_file_size, xFileSize, (size: *mut i64), ffi::SQLITE_IOERR);
 forward!(x_lock, xLock, (level: c_int), ffi::SQLITE_IOERR);
-forward!(x_unlock, xUnlock, (level: c_int), ffi::SQLITE_IOERR);
 forward!(x_check_reserved_lock, xCheckReservedLock, (out: *mut c_int), ffi::SQLITE_IOERR);
 forward!(x_file_control, xFileControl, (op: c_int, arg: *mut c_void), ffi::SQLITE_NOTFOUND);
 forward!(x_sector_size, xSectorSize, (), 4096);
@@ -130,7 +129,6 @@ forward!(
     (page: c_int, size: c_int, extend: c_int, out: *mut *mut c_void),
     ffi::SQLITE_IOERR
 );
-forward!(x_shm_unmap, xShmUnmap, (delete: c_int), ffi::SQLITE_OK);
 forward!(x_fetch, xFetch, (offset: i64, amount: c_int, out: *mut *mut c_void), {
     // No memory map: SQLite reads instead.
     // SAFETY: SQLite passes a pointer to write the mapping's address to.
@@ -138,6 +136,41 @@ forward!(x_fetch, xFetch, (offset: i64, amount: c_int, out: *mut *mut c_void), {
     ffi::SQLITE_OK
 });
 forward!(x_unfetch, xUnfetch, (offset: i64, page: *mut c_void), ffi::SQLITE_OK);
+
+/// Writes what the log beside `f` gathered, if anything: the connection is giving up a lock
+/// that kept other connections from writing the log.
+fn release_log(f: &DbFile) {
+    if !f.wal.is_null() {
+        // SAFETY: the log file clears `wal` when it closes.
+        unsafe { wal_file::write_lock_released(f.wal) };
+    }
+}
+
+/// `xUnlock`: in WAL mode the database file is unlocked only when the connection leaves
+/// exclusive locking mode (`PRAGMA locking_mode`), where it writes the log without taking the
+/// log's write lock: what is gathered is written first.
+unsafe extern "C" fn x_unlock(file: *mut ffi::sqlite3_file, level: c_int) -> c_int {
+    // SAFETY: SQLite calls this with a file this VFS opened.
+    let f = unsafe { this(file) };
+    release_log(f);
+    match real_methods(f).xUnlock {
+        // SAFETY: SQLite's arguments, passed on to the default VFS's file.
+        Some(method) => unsafe { method(f.real, level) },
+        None => ffi::SQLITE_IOERR,
+    }
+}
+
+/// `xShmUnmap`: the shared memory and its locks go (the log is closing).
+unsafe extern "C" fn x_shm_unmap(file: *mut ffi::sqlite3_file, delete: c_int) -> c_int {
+    // SAFETY: SQLite calls this with a file this VFS opened.
+    let f = unsafe { this(file) };
+    release_log(f);
+    match real_methods(f).xShmUnmap {
+        // SAFETY: SQLite's arguments, passed on to the default VFS's file.
+        Some(method) => unsafe { method(f.real, delete) },
+        None => ffi::SQLITE_OK,
+    }
+}
 
 unsafe extern "C" fn x_shm_lock(
     file: *mut ffi::sqlite3_file,
@@ -150,9 +183,8 @@ unsafe extern "C" fn x_shm_lock(
     let releases_write = flags == ffi::SQLITE_SHM_UNLOCK | ffi::SQLITE_SHM_EXCLUSIVE
         && offset <= WAL_WRITE_LOCK
         && WAL_WRITE_LOCK < offset.saturating_add(n);
-    if releases_write && !f.wal.is_null() {
-        // SAFETY: the log file clears `wal` when it closes.
-        unsafe { wal_file::write_lock_released(f.wal) };
+    if releases_write {
+        release_log(f);
     }
     match real_methods(f).xShmLock {
         // SAFETY: SQLite's arguments, passed on to the default VFS's file.

@@ -21,10 +21,15 @@
 //! - before a write anywhere but at the end of the gathered bytes (SQLite rewriting a frame of
 //!   the open transaction, or starting the log over), which then goes straight to the file;
 //! - when a megabyte is gathered (a large transaction);
-//! - before the connection gives up the log's write lock (seen on the database file, which is
-//!   wrapped for that alone: `db_file`): frames of a transaction that spilled pages into the log
-//!   and then rolled back are written where the default VFS would have written them, before
-//!   another connection may write there.
+//! - before the connection gives up the log's write lock, or leaves exclusive locking mode, or
+//!   unmaps the shared memory (seen on the database file, which is wrapped for that alone:
+//!   `db_file`): frames of a transaction that spilled pages into the log and then rolled back
+//!   are written where the default VFS would have written them, before another connection may
+//!   write there.
+//!
+//! Only `unix`, `unix-excl`, `win32` and `win32-longpath` are wrapped (they have shared memory,
+//! which a wrapped file claims, and ignore the VFS pointer they are called with); with another
+//! default VFS, [`register`] returns `None`.
 //!
 //! The log gathers only when a frame's header is always written by itself, as SQLite does
 //! unless it pads commits to a sector boundary (`synchronous = FULL` on a file without
@@ -97,9 +102,10 @@ unsafe fn build() -> Option<Registered> {
     // SAFETY: `real` points to a registered VFS, which SQLite never frees; its name is a C
     // string.
     let name = unsafe { CStr::from_ptr((*real).zName) }.to_bytes();
-    // The unix and Windows VFSs ignore the VFS they are called with, but for `xOpen` (given
-    // the real one): another default VFS (an application's wrapper) might not.
-    if !(name.starts_with(b"unix") || name.starts_with(b"win32")) {
+    // These ignore the VFS they are called with, but for `xOpen` (given the real one), and
+    // support shared memory, which a wrapped file claims: not so an application's own default
+    // VFS, or `unix-dotfile` and the other unix VFSs without shared memory.
+    if !matches!(name, b"unix" | b"unix-excl" | b"win32" | b"win32-longpath") {
         return None;
     }
     // SAFETY: as above.

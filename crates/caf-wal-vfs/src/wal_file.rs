@@ -148,7 +148,7 @@ fn flush(f: &mut WalFile) -> c_int {
     let rc = write_real(f, f.gathered.bytes.as_ptr(), len, f.gathered.start);
     GATHERED.fetch_sub(len as u64, Ordering::Relaxed);
     f.gathered.bytes.clear();
-    if f.gathered.bytes.capacity() > 2 * LIMIT {
+    if f.gathered.bytes.capacity() >= 2 * LIMIT {
         f.gathered.bytes = Vec::new();
     }
     rc
@@ -277,8 +277,11 @@ unsafe extern "C" fn x_close(file: *mut ffi::sqlite3_file) -> c_int {
     let (real, db) = unsafe { ((*outer).real, (*outer).db) };
     if !db.is_null() {
         // SAFETY: the database file is open (it clears `db` through `forget_db` if it closes
-        // first).
-        unsafe { (*db.cast::<DbFile>()).wal = std::ptr::null_mut() };
+        // first); it may have a newer log by now (the log reopened).
+        let link = unsafe { &mut (*db.cast::<DbFile>()).wal };
+        if std::ptr::eq(*link, outer) {
+            *link = std::ptr::null_mut();
+        }
     }
     // SAFETY: as above: the gathered bytes' buffer is dropped once.
     unsafe { std::ptr::drop_in_place(std::ptr::addr_of_mut!((*outer).gathered)) };

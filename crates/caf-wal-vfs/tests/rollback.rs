@@ -29,6 +29,7 @@ fn frames_of_a_rolled_back_transaction_never_overwrite_a_later_commit() {
         stats().asked - before.asked >= 20,
         "the insert spilled frames into the log"
     );
+    assert!(stats().gathered > 0, "the spilled frames are gathered");
     ours.batch_execute("ROLLBACK;").expect("rollback");
     assert_nothing_gathered();
     // Another connection commits frames where the rolled-back ones were.
