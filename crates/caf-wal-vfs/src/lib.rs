@@ -49,6 +49,35 @@ use std::ffi::{c_int, c_void, CStr};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 
+/// The methods of a wrapped file: the functions `x_close`, `x_read`, … of the module it is
+/// used in (each wrapper defines all of them).
+macro_rules! io_methods {
+    () => {
+        libsqlite3_sys::sqlite3_io_methods {
+            iVersion: 3,
+            xClose: Some(x_close),
+            xRead: Some(x_read),
+            xWrite: Some(x_write),
+            xTruncate: Some(x_truncate),
+            xSync: Some(x_sync),
+            xFileSize: Some(x_file_size),
+            xLock: Some(x_lock),
+            xUnlock: Some(x_unlock),
+            xCheckReservedLock: Some(x_check_reserved_lock),
+            xFileControl: Some(x_file_control),
+            xSectorSize: Some(x_sector_size),
+            xDeviceCharacteristics: Some(x_device_characteristics),
+            xShmMap: Some(x_shm_map),
+            xShmLock: Some(x_shm_lock),
+            xShmBarrier: Some(x_shm_barrier),
+            xShmUnmap: Some(x_shm_unmap),
+            xFetch: Some(x_fetch),
+            xUnfetch: Some(x_unfetch),
+        }
+    };
+}
+pub(crate) use io_methods;
+
 mod db_file;
 mod wal_file;
 

@@ -326,24 +326,4 @@ unsafe extern "C" fn x_shm_barrier(file: *mut ffi::sqlite3_file) {
 }
 
 /// The methods of a log file of this VFS.
-static METHODS: ffi::sqlite3_io_methods = ffi::sqlite3_io_methods {
-    iVersion: 3,
-    xClose: Some(x_close),
-    xRead: Some(x_read),
-    xWrite: Some(x_write),
-    xTruncate: Some(x_truncate),
-    xSync: Some(x_sync),
-    xFileSize: Some(x_file_size),
-    xLock: Some(x_lock),
-    xUnlock: Some(x_unlock),
-    xCheckReservedLock: Some(x_check_reserved_lock),
-    xFileControl: Some(x_file_control),
-    xSectorSize: Some(x_sector_size),
-    xDeviceCharacteristics: Some(x_device_characteristics),
-    xShmMap: Some(x_shm_map),
-    xShmLock: Some(x_shm_lock),
-    xShmBarrier: Some(x_shm_barrier),
-    xShmUnmap: Some(x_shm_unmap),
-    xFetch: Some(x_fetch),
-    xUnfetch: Some(x_unfetch),
-};
+static METHODS: ffi::sqlite3_io_methods = crate::io_methods!();
