@@ -121,7 +121,8 @@ pub fn register() -> Option<&'static str> {
         .map(|_| NAME)
 }
 
-/// Builds and registers the VFS: a copy of the default VFS whose `xOpen` wraps log files.
+/// Builds and registers the VFS: a copy of the default VFS whose `xOpen` wraps log and main
+/// database files.
 unsafe fn build() -> Option<Registered> {
     // SAFETY: with a null name, the default VFS (initializing SQLite first).
     let real = unsafe { ffi::sqlite3_vfs_find(std::ptr::null()) };
@@ -158,7 +159,7 @@ unsafe fn build() -> Option<Registered> {
     Some(Registered(vfs))
 }
 
-/// `xOpen`: the default VFS's, with log files wrapped.
+/// `xOpen`: the default VFS's, with log and main database files wrapped.
 unsafe extern "C" fn open(
     vfs: *mut ffi::sqlite3_vfs,
     name: ffi::sqlite3_filename,
