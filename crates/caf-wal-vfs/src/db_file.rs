@@ -98,12 +98,13 @@ fn real_methods(f: &DbFile) -> &ffi::sqlite3_io_methods {
     unsafe { &*(*f.real).pMethods }
 }
 
-/// Defines a method that does the default VFS's.
+/// Defines a method that does the default VFS's (after `$before(f)`, when given).
 macro_rules! forward {
-    ($name:ident, $method:ident, ($($arg:ident: $ty:ty),*), $absent:expr) => {
+    ($name:ident, $method:ident, ($($arg:ident: $ty:ty),*), $absent:expr $(, $before:ident)?) => {
         unsafe extern "C" fn $name(file: *mut ffi::sqlite3_file $(, $arg: $ty)*) -> c_int {
             // SAFETY: SQLite calls this with a file this VFS opened.
             let f = unsafe { this(file) };
+            $($before(f);)?
             match real_methods(f).$method {
                 // SAFETY: SQLite's arguments, passed on to the default VFS's file.
                 Some(method) => unsafe { method(f.real $(, $arg)*) },
@@ -146,31 +147,12 @@ fn release_log(f: &DbFile) {
     }
 }
 
-/// `xUnlock`: in WAL mode the database file is unlocked only when the connection leaves
-/// exclusive locking mode (`PRAGMA locking_mode`), where it writes the log without taking the
-/// log's write lock: what is gathered is written first.
-unsafe extern "C" fn x_unlock(file: *mut ffi::sqlite3_file, level: c_int) -> c_int {
-    // SAFETY: SQLite calls this with a file this VFS opened.
-    let f = unsafe { this(file) };
-    release_log(f);
-    match real_methods(f).xUnlock {
-        // SAFETY: SQLite's arguments, passed on to the default VFS's file.
-        Some(method) => unsafe { method(f.real, level) },
-        None => ffi::SQLITE_IOERR,
-    }
-}
-
-/// `xShmUnmap`: the shared memory and its locks go (the log is closing).
-unsafe extern "C" fn x_shm_unmap(file: *mut ffi::sqlite3_file, delete: c_int) -> c_int {
-    // SAFETY: SQLite calls this with a file this VFS opened.
-    let f = unsafe { this(file) };
-    release_log(f);
-    match real_methods(f).xShmUnmap {
-        // SAFETY: SQLite's arguments, passed on to the default VFS's file.
-        Some(method) => unsafe { method(f.real, delete) },
-        None => ffi::SQLITE_OK,
-    }
-}
+// In WAL mode the database file is unlocked only when the connection leaves exclusive locking
+// mode (`PRAGMA locking_mode`), where it writes the log without taking the log's write lock;
+// the shared memory is unmapped, with its locks, when the log closes. What is gathered is
+// written first in both.
+forward!(x_unlock, xUnlock, (level: c_int), ffi::SQLITE_IOERR, release_log);
+forward!(x_shm_unmap, xShmUnmap, (delete: c_int), ffi::SQLITE_OK, release_log);
 
 unsafe extern "C" fn x_shm_lock(
     file: *mut ffi::sqlite3_file,

@@ -99,15 +99,8 @@ pub(crate) const OFFSET: usize = 128;
 pub const NAME: &str = "caf-wal";
 const NAME_C: &CStr = c"caf-wal";
 
-/// The registered VFS, kept for the life of the process (SQLite holds a pointer to it).
-struct Registered(#[allow(dead_code)] *mut ffi::sqlite3_vfs);
-
-// SAFETY: the VFS is immutable once registered, and SQLite calls it from any thread.
-unsafe impl Send for Registered {}
-// SAFETY: as above; nothing in it is written after registration.
-unsafe impl Sync for Registered {}
-
-static REGISTERED: OnceLock<Option<Registered>> = OnceLock::new();
+/// Whether the VFS is registered (decided once per process).
+static REGISTERED: OnceLock<bool> = OnceLock::new();
 
 /// Registers the VFS (once per process; later calls return at once) and returns its name, or
 /// `None` if SQLite has no default VFS to build it on or would not register it (then open
@@ -116,14 +109,13 @@ pub fn register() -> Option<&'static str> {
     // SAFETY: `build` reads SQLite's default VFS and registers a copy; SQLite is initialized by
     // `sqlite3_vfs_find`, and the copy lives until the process ends.
     REGISTERED
-        .get_or_init(|| unsafe { build() })
-        .as_ref()
-        .map(|_| NAME)
+        .get_or_init(|| unsafe { build() }.is_some())
+        .then_some(NAME)
 }
 
 /// Builds and registers the VFS: a copy of the default VFS whose `xOpen` wraps log and main
 /// database files.
-unsafe fn build() -> Option<Registered> {
+unsafe fn build() -> Option<()> {
     // SAFETY: with a null name, the default VFS (initializing SQLite first).
     let real = unsafe { ffi::sqlite3_vfs_find(std::ptr::null()) };
     if real.is_null() {
@@ -150,13 +142,14 @@ unsafe fn build() -> Option<Registered> {
     vfs.pAppData = real.cast::<c_void>();
     vfs.xOpen = Some(open);
     let vfs = Box::into_raw(Box::new(vfs));
-    // SAFETY: `vfs` is a valid VFS that lives for the rest of the process.
+    // SAFETY: `vfs` is a valid VFS that lives for the rest of the process (never freed once
+    // registered: SQLite keeps a pointer to it).
     if unsafe { ffi::sqlite3_vfs_register(vfs, 0) } != ffi::SQLITE_OK {
         // SAFETY: not registered, so nothing else holds it.
         drop(unsafe { Box::from_raw(vfs) });
         return None;
     }
-    Some(Registered(vfs))
+    Some(())
 }
 
 /// `xOpen`: the default VFS's, with log and main database files wrapped.
@@ -268,9 +261,4 @@ pub fn stats() -> Stats {
         straight: STRAIGHT.load(Ordering::Relaxed),
         gathered: GATHERED.load(Ordering::Relaxed),
     }
-}
-
-/// A URI query parameter naming this VFS, if it is registered: `vfs=caf-wal`.
-pub fn uri_parameter() -> Option<String> {
-    register().map(|name| format!("vfs={name}"))
 }
