@@ -27,24 +27,13 @@ pub(crate) struct DbFile {
 /// shared-memory locks).
 const WAL_WRITE_LOCK: c_int = 0;
 
-/// Opens a database file at `file` through `real_open`, wrapped.
+/// Makes `file` a database file of this VFS around `inner`, the default VFS's file opened in
+/// the same allocation ([`crate::open_inner`]).
 ///
 /// # Safety
-/// `file` must have room for [`crate::OFFSET`] bytes plus the default VFS's `szOsFile`, and the
-/// other arguments be what SQLite passed to `xOpen`.
-pub(crate) unsafe fn open(
-    real: *mut ffi::sqlite3_vfs,
-    real_open: crate::OpenFn,
-    name: ffi::sqlite3_filename,
-    file: *mut ffi::sqlite3_file,
-    flags: c_int,
-    out_flags: *mut c_int,
-) -> c_int {
-    // SAFETY: per the contract.
-    let (rc, inner) = unsafe { crate::open_inner(real, real_open, name, file, flags, out_flags) };
-    let Some(inner) = inner else {
-        return rc;
-    };
+/// `file` must be the start of the allocation SQLite passed to `xOpen`, and `inner` the open
+/// file in it.
+pub(crate) unsafe fn wrap(file: *mut ffi::sqlite3_file, inner: *mut ffi::sqlite3_file) {
     // SAFETY: `file` is at the start of the allocation, aligned for a `DbFile` (SQLite's
     // allocations are 8-aligned, as is a `DbFile`), and nothing there needs dropping.
     unsafe {
@@ -54,7 +43,6 @@ pub(crate) unsafe fn open(
             wal: std::ptr::null_mut(),
         })
     };
-    ffi::SQLITE_OK
 }
 
 /// The file behind SQLite's pointer.

@@ -168,17 +168,25 @@ unsafe extern "C" fn open(
         unsafe { (*file).pMethods = std::ptr::null() };
         return ffi::SQLITE_CANTOPEN;
     };
-    if flags & ffi::SQLITE_OPEN_WAL != 0 && !name.is_null() {
-        // SAFETY: the arguments SQLite gave; `file` has room for OFFSET bytes more than the
-        // default VFS's file.
-        return unsafe { wal_file::open(real, real_open, name, file, flags, out_flags) };
+    let wal = flags & ffi::SQLITE_OPEN_WAL != 0 && !name.is_null();
+    if !wal && flags & ffi::SQLITE_OPEN_MAIN_DB == 0 {
+        // SAFETY: the arguments SQLite gave, to the VFS this one copies.
+        return unsafe { real_open(real, name, file, flags, out_flags) };
     }
-    if flags & ffi::SQLITE_OPEN_MAIN_DB != 0 {
+    // SAFETY: the arguments SQLite gave; `file` has room for OFFSET bytes more than the default
+    // VFS's file.
+    let (rc, inner) = unsafe { open_inner(real, real_open, name, file, flags, out_flags) };
+    let Some(inner) = inner else {
+        return rc;
+    };
+    if wal {
+        // SAFETY: `file` is the allocation SQLite passed, `inner` opened in it, `name` SQLite's.
+        unsafe { wal_file::wrap(file, inner, name) };
+    } else {
         // SAFETY: as above.
-        return unsafe { db_file::open(real, real_open, name, file, flags, out_flags) };
+        unsafe { db_file::wrap(file, inner) };
     }
-    // SAFETY: the arguments SQLite gave, to the VFS this one copies.
-    unsafe { real_open(real, name, file, flags, out_flags) }
+    rc
 }
 
 /// Opens the default VFS's file OFFSET bytes into `file`: `(rc, Some(that file))` when it is

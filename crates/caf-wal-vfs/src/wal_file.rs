@@ -45,25 +45,18 @@ struct Gathered {
 
 const _: () = assert!(std::mem::size_of::<WalFile>() <= OFFSET);
 
-/// Opens a log file at `file` through `real_open`, wrapped.
+/// Makes `file` a log file of this VFS around `inner`, the default VFS's file opened in the
+/// same allocation ([`crate::open_inner`]), linked to its database file if that is of this VFS.
 ///
 /// # Safety
-/// `file` must have room for [`OFFSET`] bytes plus the default VFS's `szOsFile`, `name` be the
-/// name SQLite passed (`sqlite3_database_file_object` finds the database file from it), and
-/// the other arguments be what SQLite passed to `xOpen`.
-pub(crate) unsafe fn open(
-    real: *mut ffi::sqlite3_vfs,
-    real_open: crate::OpenFn,
-    name: ffi::sqlite3_filename,
+/// `file` must be the start of the allocation SQLite passed to `xOpen`, `inner` the open file
+/// in it, and `name` the name SQLite passed (`sqlite3_database_file_object` finds the database
+/// file from it).
+pub(crate) unsafe fn wrap(
     file: *mut ffi::sqlite3_file,
-    flags: c_int,
-    out_flags: *mut c_int,
-) -> c_int {
-    // SAFETY: per the contract.
-    let (rc, inner) = unsafe { crate::open_inner(real, real_open, name, file, flags, out_flags) };
-    let Some(inner) = inner else {
-        return rc;
-    };
+    inner: *mut ffi::sqlite3_file,
+    name: ffi::sqlite3_filename,
+) {
     // SAFETY: `name` is the log's name as SQLite passed it to `xOpen`.
     let db = unsafe { ffi::sqlite3_database_file_object(name) };
     let db = if db_file::is_ours(db) {
@@ -95,7 +88,6 @@ pub(crate) unsafe fn open(
         // closes, and the database file clears the log's link when it closes first.
         unsafe { (*db.cast::<DbFile>()).wal = outer };
     }
-    ffi::SQLITE_OK
 }
 
 /// The database file's connection is giving up the log's write lock: what is gathered then
