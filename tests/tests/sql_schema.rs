@@ -423,8 +423,8 @@ fn every_row(store: &caf_sql::SqlStore) -> BTreeMap<&'static str, Vec<Vec<serde_
 }
 
 /// The indexes, keys and WITHOUT ROWID tables are deliberate: a save writes about one page per
-/// b-tree it changes (`docs/sql.md`, "Indexes"; `sql_pages.rs`). PostgreSQL has three named
-/// indexes more than SQLite (the items' `…_current`); on SQLite the labels and the unflushed files keep their rows in their
+/// b-tree it changes (`docs/sql.md`, "Indexes"; `sql_pages.rs`). PostgreSQL has four named
+/// indexes more than SQLite (the `…_current` of the items and the entries); on SQLite the labels and the unflushed files keep their rows in their
 /// key's b-tree (no `sqlite_autoindex_…`), and the key of `entries` puts the rows of one save
 /// together.
 #[test]
@@ -435,7 +435,6 @@ fn the_indexes_are_those_the_queries_need() {
         "checkpoints_execution_time",
         "checkpoints_reason",
         "checkpoints_time",
-        "entries_current",
         "executions_agent",
         "executions_status",
         "lines_execution",
@@ -469,10 +468,12 @@ fn the_indexes_are_those_the_queries_need() {
             );
         } else {
             // PostgreSQL's save looks current revisions up in the unique `…_current` indexes;
-            // SQLite's closes them through the items' key (`…_fewer_item_indexes`).
+            // SQLite's closes them through the tables' keys (`…_fewer_item_indexes`,
+            // `…_entries_closed_by_key`).
             want.extend(
                 [
                     "checkpoints_line_id_seq_key",
+                    "entries_current",
                     "steps_current",
                     "thoughts_current",
                     "tool_calls_current",

@@ -112,8 +112,9 @@
 //! last — computes its revisions first, then writes them:
 //!
 //! - on SQLite in seven statements on the agent-run workload: whether the parent is still the
-//!   tip, the `checkpoints` row, the entries that changed closed (one statement for every part)
-//!   and added, the thought, the tool call, the execution's row — which leaves its indexed
+//!   tip, the `checkpoints` row, the entries that changed closed (one statement for every part,
+//!   each revision found by the key of `entries`: the line's tip knows where it starts) and
+//!   added, the thought, the tool call, the execution's row — which leaves its indexed
 //!   columns alone when the agent and status stay, so their indexes are not rewritten;
 //! - on PostgreSQL in one statement after the execution's lock (`WITH` queries that write only
 //!   if the `checkpoints` row went in; rows as one array per column through `unnest`): four
@@ -127,7 +128,8 @@
 //! the schema keeps the b-trees of a save to what queries need (`docs/sql.md`, "Indexes"): no
 //! index on `checkpoints.parent_id` (no query filters on it); `entries` keyed by (`line_id`,
 //! `from_seq`, `part`, `position`), so that the revisions one save writes are next to each
-//! other rather than one place per changed position; the listing indexes of `checkpoints` in
+//! other rather than one place per changed position, and closed through that key (no index of
+//! current entries on SQLite); the listing indexes of `checkpoints` in
 //! ascending order, so that the newest checkpoint is appended at the end of their ranges (read
 //! backwards, newest first); `checkpoint_labels`, `unflushed_files` and `journal_slots`
 //! `WITHOUT ROWID` (small rows, kept in their key's b-tree instead of a rowid table plus the

@@ -175,7 +175,12 @@ pub(crate) fn append(
         .iter()
         .map(|part| {
             let closed = changes.entries.closed.iter();
-            Array::Int(closed.filter(|(p, _)| p == part).map(|(_, i)| *i).collect())
+            Array::Int(
+                closed
+                    .filter(|c| c.part == *part)
+                    .map(|c| c.position)
+                    .collect(),
+            )
         })
         .collect();
     let closed_thoughts = Array::Int(changes.thoughts.closed.clone());

@@ -6,9 +6,10 @@
 //! [`crate::checkpoint::append_pg`]). Then [`Changes::apply`] brings the line's cached tip up to
 //! date, copying only what changed.
 
-use crate::checkpoint::entry_revisions::EntryChanges;
+use crate::checkpoint::entry_revisions::{EntryChanges, WriteError};
 use crate::checkpoint::item_columns::ItemContext;
 use crate::checkpoint::item_revisions::{ItemChanges, ItemTable, Steps, Thoughts, ToolCalls};
+use crate::checkpoint::line_cache::Tip;
 use crate::connection::AnyConnection;
 use crate::error::SqlError;
 use caf_core::format::Snapshot;
@@ -23,12 +24,13 @@ pub(crate) struct Changes<'a> {
 }
 
 impl<'a> Changes<'a> {
-    /// What turns `old` (the previous checkpoint of the line; empty for a new line) into `new`,
+    /// What turns `tip` (the previous checkpoint of the line; empty for a new line) into `new`,
     /// written at `ctx`.
-    pub fn between(ctx: ItemContext<'a>, old: &Snapshot, new: &'a Snapshot) -> Self {
+    pub fn between(ctx: ItemContext<'a>, tip: &Tip, new: &'a Snapshot) -> Self {
+        let old = &tip.snapshot;
         Self {
             ctx,
-            entries: EntryChanges::between(ctx, old, new),
+            entries: EntryChanges::between(ctx, old, &tip.entry_since, new),
             thoughts: ItemChanges::between(ctx, Thoughts::of(old), Thoughts::of(new)),
             tool_calls: ItemChanges::between(ctx, ToolCalls::of(old), ToolCalls::of(new)),
             steps: ItemChanges::between(ctx, Steps::of(old), Steps::of(new)),
@@ -47,9 +49,14 @@ impl<'a> Changes<'a> {
             }
         };
         let ctx = self.ctx;
-        self.entries
-            .write(conn, ctx)
-            .map_err(fail("context entries"))?;
+        self.entries.write(conn, ctx).map_err(|e| match e {
+            WriteError::Query(source) => fail("context entries")(source),
+            WriteError::Damaged(message) => SqlError::Corrupt {
+                backend,
+                what: format!("the line of checkpoint {}", ctx.checkpoint_id),
+                message,
+            },
+        })?;
         self.thoughts.write(conn, ctx).map_err(fail("thoughts"))?;
         self.tool_calls
             .write(conn, ctx)
@@ -57,9 +64,10 @@ impl<'a> Changes<'a> {
         self.steps.write(conn, ctx).map_err(fail("steps"))
     }
 
-    /// Makes `old` (what they were computed against) `new`'s items and entries.
-    pub fn apply(&self, old: &mut Snapshot, new: &Snapshot) {
-        self.entries.apply(old, new);
+    /// Makes `tip` (what they were computed against) `new`'s items and entries.
+    pub fn apply(&self, tip: &mut Tip, new: &Snapshot) {
+        let old = &mut tip.snapshot;
+        self.entries.apply(old, &mut tip.entry_since, new);
         self.thoughts
             .apply(Thoughts::of_mut(old), Thoughts::of(new).len());
         self.tool_calls

@@ -6,7 +6,11 @@
 //! one row per distinct entry per position, visible from `from_seq` to `to_seq`. Map entries
 //! sit at their position in key order; pending steps are numbered from the end, so that
 //! completing the next step (removing the first) closes one row instead of moving all.
+//!
+//! A save closes the revisions it replaces by the table's key: the line's tip knows where each
+//! current revision starts ([`EntrySince`]).
 
+use crate::checkpoint::entry_since::EntrySince;
 use crate::checkpoint::item_columns::ItemContext;
 use crate::columns::{count, json, text};
 use crate::connection::AnyConnection;
@@ -67,6 +71,21 @@ fn items(v: &[Value]) -> Vec<Entry<'_>> {
     v.iter().map(Entry::Item).collect()
 }
 
+/// How many entries part `part` of a snapshot has.
+fn len_of(s: &Snapshot, part: &str) -> usize {
+    let c = &s.context;
+    match part {
+        "history" => c.history.len(),
+        "memory" => c.memory.len(),
+        "messages" => c.messages.len(),
+        "pending_steps" => s.progress.pending_steps.len(),
+        "results" => s.tool_state.results.len(),
+        "state" => c.state.len(),
+        "variables" => c.variables.len(),
+        _ => 0,
+    }
+}
+
 /// The entries of `part` in a snapshot, by position.
 fn part_of<'a>(s: &'a Snapshot, part: &str) -> Vec<Entry<'a>> {
     let c = &s.context;
@@ -90,20 +109,12 @@ fn part_of<'a>(s: &'a Snapshot, part: &str) -> Vec<Entry<'a>> {
 
 /// How many entries each part of `s` has (parts with none are left out).
 pub(crate) fn counts(s: &Snapshot) -> BTreeMap<&'static str, u64> {
-    let c = &s.context;
-    [
-        ("history", c.history.len()),
-        ("memory", c.memory.len()),
-        ("messages", c.messages.len()),
-        ("pending_steps", s.progress.pending_steps.len()),
-        ("results", s.tool_state.results.len()),
-        ("state", c.state.len()),
-        ("variables", c.variables.len()),
-    ]
-    .into_iter()
-    .filter(|(_, n)| *n > 0)
-    .map(|(p, n)| (p, n as u64))
-    .collect()
+    PARTS
+        .into_iter()
+        .map(|p| (p, len_of(s, p)))
+        .filter(|(_, n)| *n > 0)
+        .map(|(p, n)| (p, n as u64))
+        .collect()
 }
 
 shape!(
@@ -116,13 +127,15 @@ shape!(
 );
 
 shape!(
-    /// Closes the current entries at a list of (part, position) pairs of a line: `to_seq`, the
-    /// pairs, the line. (A join with the list, so that each pair is one index lookup.)
+    /// Closes the current entries at a list of (from_seq, part, position) triples of a line:
+    /// `to_seq`, the triples, the line. (A join with the list, so that each triple is one
+    /// lookup of the key.)
     CloseEntries,
     "UPDATE entries SET to_seq = ? FROM (VALUES ",
-    "(?, ?)",
-    ") AS closed WHERE entries.line_id = ? AND entries.to_seq IS NULL \
-     AND entries.part = closed.column1 AND entries.position = closed.column2"
+    "(?, ?, ?)",
+    ") AS closed WHERE entries.line_id = ? AND entries.from_seq = closed.column1 \
+     AND entries.part = closed.column2 AND entries.position = closed.column3 \
+     AND entries.to_seq IS NULL"
 );
 
 /// A new `entries` row.
@@ -145,30 +158,47 @@ row!(NewEntry<'_>, |r| [
     Text(&r.payload),
 ]);
 
-/// The entry revisions a save writes: the (part, position) pairs whose current revision it
-/// closes, and its new rows.
+/// A current revision that a save closes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct Closed {
+    pub part: &'static str,
+    pub position: i64,
+    /// Where the revision starts (`None`: the line's tip did not say, which the write reports
+    /// as damage rather than leave the revision current).
+    pub from_seq: Option<i64>,
+}
+
+/// The entry revisions a save writes: the revisions it closes, and its new rows.
 pub(crate) struct EntryChanges<'a> {
-    /// (part, position) pairs whose current revision ends before the save's seq.
-    pub closed: Vec<(&'static str, i64)>,
+    /// The revisions that end before the save's seq.
+    pub closed: Vec<Closed>,
     /// The new entries, by position.
     added: Vec<(usize, Entry<'a>)>,
     /// Their rows.
     pub rows: Vec<NewEntry<'a>>,
-    /// The parts that differ, with the range of `added` that is theirs.
-    changed: Vec<(&'static str, Range<usize>)>,
+    /// The parts that differ (indexes into [`PARTS`]), with the range of `added` that is theirs.
+    changed: Vec<(usize, Range<usize>)>,
+    /// The save's seq.
+    seq: i64,
 }
 
 impl<'a> EntryChanges<'a> {
     /// What turns `old` (the snapshot of the previous checkpoint of the line; empty for a new
-    /// line) into `new` at `ctx.seq`.
-    pub fn between(ctx: ItemContext<'a>, old: &Snapshot, new: &'a Snapshot) -> Self {
+    /// line), whose revisions start at `since`, into `new` at `ctx.seq`.
+    pub fn between(
+        ctx: ItemContext<'a>,
+        old: &Snapshot,
+        since: &EntrySince,
+        new: &'a Snapshot,
+    ) -> Self {
         let mut changes = Self {
             closed: Vec::new(),
             added: Vec::new(),
             rows: Vec::new(),
             changed: Vec::new(),
+            seq: ctx.seq,
         };
-        for part in PARTS {
+        for (k, part) in PARTS.into_iter().enumerate() {
             let before = part_of(old, part);
             let after = part_of(new, part);
             let (first, closed_before) = (changes.added.len(), changes.closed.len());
@@ -177,7 +207,11 @@ impl<'a> EntryChanges<'a> {
                     (Some(b), Some(a)) if b == a => {}
                     (b, a) => {
                         if b.is_some() {
-                            changes.closed.push((part, count(i)));
+                            changes.closed.push(Closed {
+                                part,
+                                position: count(i),
+                                from_seq: since.get(k, i),
+                            });
                         }
                         if let Some(a) = a {
                             changes.added.push((i, *a));
@@ -193,32 +227,60 @@ impl<'a> EntryChanges<'a> {
                 }
             }
             if changes.closed.len() > closed_before || changes.added.len() > first {
-                changes.changed.push((part, first..changes.added.len()));
+                changes.changed.push((k, first..changes.added.len()));
             }
         }
         changes
     }
 
-    /// Writes them, statement by statement (fixed shapes).
-    pub fn write(&self, conn: &mut AnyConnection, ctx: ItemContext<'_>) -> QueryResult<()> {
+    /// Writes them, statement by statement (fixed shapes). Fails with [`WriteError::Damaged`]
+    /// when a revision to close is not the current one the line's tip said.
+    pub fn write(&self, conn: &mut AnyConnection, ctx: ItemContext<'_>) -> Result<(), WriteError> {
         let mut values = Vec::new();
         for list in padded(&self.closed) {
             values.clear();
             values.push(Param::Int(ctx.seq));
-            for (part, position) in &list {
-                values.extend([Param::Text(part), Param::Int(*position)]);
+            for c in &list {
+                values.extend([
+                    Param::Int(c.from_seq.unwrap_or(-1)),
+                    Param::Text(c.part),
+                    Param::Int(c.position),
+                ]);
             }
             values.push(Param::Int(ctx.line_id));
-            execute_groups::<CloseEntries>(conn, list.len(), &values)?;
+            let closed = execute_groups::<CloseEntries>(conn, list.len(), &values)?;
+            // The list is padded with copies of its last triple, which close nothing more.
+            let mut distinct = list.clone();
+            distinct.dedup();
+            if closed != distinct.len() {
+                let said: Vec<String> = distinct
+                    .iter()
+                    .map(|c| match c.from_seq {
+                        Some(from) => format!("{} {} from seq {from}", c.part, c.position),
+                        None => format!("{} {} (not known)", c.part, c.position),
+                    })
+                    .collect();
+                return Err(WriteError::Damaged(format!(
+                    "{closed} of the {} entry revisions to close are current in line {}: {}",
+                    distinct.len(),
+                    ctx.line_id,
+                    said.join(", ")
+                )));
+            }
         }
-        insert_rows::<InsertEntries, _>(conn, &self.rows)
+        insert_rows::<InsertEntries, _>(conn, &self.rows)?;
+        Ok(())
     }
 
     /// Makes `old`'s lists and maps `new`'s (the snapshot they were computed against), copying
-    /// only the entries that changed (for the line cache).
-    pub fn apply(&self, old: &mut Snapshot, new: &Snapshot) {
-        for (part, range) in &self.changed {
-            catch_up(old, new, part, &self.added[range.clone()]);
+    /// only the entries that changed, and `since` where their revisions now start (for the
+    /// line cache).
+    pub fn apply(&self, old: &mut Snapshot, since: &mut EntrySince, new: &Snapshot) {
+        for (k, range) in &self.changed {
+            let (part, added) = (PARTS[*k], &self.added[range.clone()]);
+            catch_up(old, new, part, added);
+            let written = added.iter().map(|(i, _)| *i);
+            since.advance(*k, len_of(new, part), written, self.seq);
         }
     }
 }
@@ -273,6 +335,21 @@ pub(crate) struct Parts {
     pub results: JsonObject,
     pub state: JsonObject,
     pub variables: JsonObject,
+}
+
+/// Why the entries could not be written.
+#[derive(Debug)]
+pub(crate) enum WriteError {
+    /// A statement failed.
+    Query(diesel::result::Error),
+    /// What is stored does not match the line's tip.
+    Damaged(String),
+}
+
+impl From<diesel::result::Error> for WriteError {
+    fn from(e: diesel::result::Error) -> Self {
+        Self::Query(e)
+    }
 }
 
 /// Why the entries could not be read back.
@@ -391,19 +468,31 @@ mod tests {
         new.context.variables.insert("j".into(), json!(0));
         new.tool_state.results.insert("call".into(), json!([1]));
         new.progress.pending_steps.remove(0);
-        let changes = EntryChanges::between(ctx, &old, &new);
+        // Where the old revisions start: history at 1, 2, 3; pending steps at 2; variables at 4.
+        let part = |name: &str| PARTS.iter().position(|p| *p == name).unwrap();
+        let mut since = EntrySince::default();
+        since.advance(part("history"), 1, [0].into_iter(), 1);
+        since.advance(part("history"), 2, [1].into_iter(), 2);
+        since.advance(part("history"), 3, [2].into_iter(), 3);
+        since.advance(part("pending_steps"), 2, [0, 1].into_iter(), 2);
+        since.advance(part("variables"), 2, [0, 1].into_iter(), 4);
+        let changes = EntryChanges::between(ctx, &old, &since, &new);
         changes.rows.iter().for_each(assert_kinds);
-        let mut closed = changes.closed.clone();
+        let mut closed: Vec<(&str, i64, Option<i64>)> = changes
+            .closed
+            .iter()
+            .map(|c| (c.part, c.position, c.from_seq))
+            .collect();
         closed.sort();
         // history: 1 changed, 2 gone; pending steps (from the end): "one" gone; variables:
         // "j" at position 0 where "k" was, "m" stays at 1.
         assert_eq!(
             closed,
             [
-                ("history", 1),
-                ("history", 2),
-                ("pending_steps", 1),
-                ("variables", 0)
+                ("history", 1, Some(2)),
+                ("history", 2, Some(3)),
+                ("pending_steps", 1, Some(2)),
+                ("variables", 0, Some(4))
             ]
         );
         let added: Vec<(&str, i64, Option<&str>)> = changes
@@ -419,8 +508,20 @@ mod tests {
                 ("variables", 0, Some("j"))
             ]
         );
-        changes.apply(&mut old, &new);
+        changes.apply(&mut old, &mut since, &new);
         assert_eq!(old, new);
-        assert!(EntryChanges::between(ctx, &new, &new).rows.is_empty());
+        // history 1 and variables 0 start at the save's seq now; history 2 and the first
+        // pending step are gone; results 0 is new.
+        let mut expected = EntrySince::default();
+        expected.advance(part("history"), 2, [0].into_iter(), 1);
+        expected.advance(part("history"), 2, [1].into_iter(), 5);
+        expected.advance(part("pending_steps"), 1, [0].into_iter(), 2);
+        expected.advance(part("results"), 1, [0].into_iter(), 5);
+        expected.advance(part("variables"), 2, [0].into_iter(), 5);
+        expected.advance(part("variables"), 2, [1].into_iter(), 4);
+        assert_eq!(since, expected);
+        assert!(EntryChanges::between(ctx, &new, &since, &new)
+            .rows
+            .is_empty());
     }
 }

@@ -8,6 +8,7 @@
 //! database instead.
 
 use crate::checkpoint::checkpoint_row::Place;
+use crate::checkpoint::entry_since::EntrySince;
 use caf_core::format::{Checkpoint, Snapshot};
 use std::collections::HashMap;
 
@@ -21,16 +22,20 @@ pub(crate) struct Tip {
     pub checkpoint_id: String,
     pub execution_id: String,
     pub snapshot: Snapshot,
+    /// Where the current revisions of its entries start.
+    pub entry_since: EntrySince,
 }
 
 impl Tip {
-    /// The tip that `c`, stored at `place`, makes.
-    pub fn of(c: &Checkpoint, place: Place) -> Self {
+    /// The tip that `c`, stored at `place` with its entries' revisions starting at `since`,
+    /// makes.
+    pub fn of(c: &Checkpoint, place: Place, since: EntrySince) -> Self {
         Self {
             place,
             checkpoint_id: c.id.to_string(),
             execution_id: c.execution_id.to_string(),
             snapshot: c.snapshot.clone(),
+            entry_since: since,
         }
     }
 
@@ -41,6 +46,7 @@ impl Tip {
             checkpoint_id: c.id.to_string(),
             execution_id: c.execution_id.to_string(),
             snapshot: Snapshot::default(),
+            entry_since: EntrySince::default(),
         }
     }
 

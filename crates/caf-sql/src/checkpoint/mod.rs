@@ -11,6 +11,7 @@
 //! - [`item_columns`]: how an item becomes the columns and payload of its row, and back.
 //! - [`with_members`]: parsing an item typed from its payload and the members its columns hold.
 //! - [`entry_revisions`]: revisions of the entries of the snapshot's lists and maps.
+//! - [`entry_since`]: where the current entry revisions of a line start (to close them by key).
 //! - [`parent_lookup`]: what the general save reads first (the stored version, the parent's
 //!   place).
 //! - [`line_cache`]: the previous snapshot of recently written lines, kept in memory.
@@ -19,6 +20,7 @@ pub(crate) mod append_pg;
 pub(crate) mod changes;
 pub(crate) mod checkpoint_row;
 pub(crate) mod entry_revisions;
+pub(crate) mod entry_since;
 pub(crate) mod item_columns;
 pub(crate) mod item_revisions;
 pub(crate) mod line_cache;

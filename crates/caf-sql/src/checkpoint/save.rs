@@ -19,6 +19,8 @@
 use crate::checkpoint::append_pg;
 use crate::checkpoint::changes::Changes;
 use crate::checkpoint::checkpoint_row::{CheckpointRow, Place};
+use crate::checkpoint::entry_revisions::LoadError;
+use crate::checkpoint::entry_since::EntrySince;
 use crate::checkpoint::item_columns::ItemContext;
 use crate::checkpoint::line_cache::{LineCache, Tip};
 use crate::checkpoint::load::load_in_tx;
@@ -211,7 +213,7 @@ fn continue_cached_line(
     let pending = conn.backend().hashes_beside_rows() && enc.known().is_none();
     let integrity = if pending { PENDING } else { enc.integrity()? };
     let row = CheckpointRow::of(c, place, integrity, enc.bytes);
-    let changes = Changes::between(ItemContext::of(c, place), &tip.snapshot, &c.snapshot);
+    let changes = Changes::between(ItemContext::of(c, place), &tip, &c.snapshot);
     let fail = Failing::of(conn, c);
     if conn.backend() == Backend::Postgres {
         let labels = labels_of(c);
@@ -250,7 +252,7 @@ fn continue_cached_line(
                 .map_err(fail.at("writing its checksum"))?;
         }
     }
-    changes.apply(&mut tip.snapshot, &c.snapshot);
+    changes.apply(&mut tip, &c.snapshot);
     tip.advance(c, place);
     Ok(Some(Saved {
         outcome: SyncOutcome::Added,
@@ -332,9 +334,9 @@ fn write_items(
     place: Place,
     mut tip: Tip,
 ) -> Result<Tip> {
-    let changes = Changes::between(ItemContext::of(c, place), &tip.snapshot, &c.snapshot);
+    let changes = Changes::between(ItemContext::of(c, place), &tip, &c.snapshot);
     changes.write(conn)?;
-    changes.apply(&mut tip.snapshot, &c.snapshot);
+    changes.apply(&mut tip, &c.snapshot);
     tip.advance(c, place);
     Ok(tip)
 }
@@ -387,5 +389,17 @@ fn previous_snapshot(
         what: "checkpoint",
         id: parent.to_string(),
     })?;
-    Ok(Tip::of(&loaded, place))
+    let since = EntrySince::load(conn, place.line_id, place.seq).map_err(|e| match e {
+        LoadError::Query(source) => SqlError::Query {
+            backend: conn.backend(),
+            context: format!("loading {parent}"),
+            source,
+        },
+        LoadError::Damaged(message) => SqlError::Corrupt {
+            backend: conn.backend(),
+            what: format!("checkpoint {parent}"),
+            message,
+        },
+    })?;
+    Ok(Tip::of(&loaded, place, since))
 }

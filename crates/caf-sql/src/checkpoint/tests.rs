@@ -162,3 +162,41 @@ fn labels_of_a_remembered_line_save_are_found_by_label() {
         );
     });
 }
+
+/// SQLite's save closes the entry revisions it replaces by the key of `entries`, where the line's
+/// tip says each starts (there is no index of current entries to find them by position): when
+/// one of them is no longer current — the table was changed behind the store's back —, the save
+/// fails as damage and writes nothing, rather than leave a position with two current revisions
+/// or none.
+#[test]
+fn a_sqlite_save_whose_entry_to_close_is_not_current_fails_and_writes_nothing() {
+    use caf_core::{CheckpointStore, ListFilter};
+    use diesel::RunQueryDsl;
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("caf.db").display());
+    let manager = CheckpointManager::new(SqlStore::open(&url).unwrap());
+    let mut state = run(&manager, "agent-a", 3);
+    diesel::sql_query(
+        "UPDATE entries SET to_seq = 99 WHERE part = 'variables' AND key = 'step' \
+         AND to_seq IS NULL",
+    )
+    .execute(&mut manager.store().lock().conn)
+    .unwrap();
+    step(&mut state, 3);
+    let options = CheckpointOptions::new(CheckpointReason::StepCompleted);
+    let error = manager.checkpoint(&mut state, options).unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .contains("3 of the 4 entry revisions to close are current"),
+        "{error}"
+    );
+    let listed = manager.store().list(&ListFilter::default()).unwrap();
+    assert_eq!(listed.len(), 3);
+    let entries: i64 = diesel::select(diesel::dsl::sql::<diesel::sql_types::BigInt>(
+        "(SELECT count(*) FROM entries WHERE to_seq = 3)",
+    ))
+    .get_result(&mut manager.store().lock().conn)
+    .unwrap();
+    assert_eq!(entries, 0, "the other revisions it closed were rolled back");
+}
