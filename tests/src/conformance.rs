@@ -898,7 +898,9 @@ pub fn refuses_what_the_format_cannot_hold<S: CheckpointStore>(make: &dyn Fn() -
         CheckpointBuilder::new("ckpt_bad")
             .execution("exec_bad")
             .thought("reasoning", "x")
-            .with(|c| c.snapshot.thought_chain.thoughts[0].confidence = Some(1.5))
+            .with(|c| {
+                Arc::make_mut(&mut c.snapshot.thought_chain.thoughts[0]).confidence = Some(1.5)
+            })
             .build(),
         CheckpointBuilder::new("ckpt_bad")
             .execution("exec_bad")

@@ -19,6 +19,7 @@ use proptest::prelude::*;
 use proptest::strategy::ValueTree;
 use proptest::test_runner::TestRunner;
 use serde_json::{json, Value};
+use std::sync::Arc;
 
 /// 2026-01-01T00:00:00Z in microseconds since the epoch: the default timestamp.
 pub const BASE_MICROS: i64 = 1_767_225_600_000_000;
@@ -126,7 +127,7 @@ impl CheckpointBuilder {
     pub fn thought(mut self, kind: &str, content: &str) -> Self {
         let chain = &mut self.checkpoint.snapshot.thought_chain;
         let id = format!("th_{:04}", chain.thoughts.len() + 1);
-        chain.thoughts.push(Thought {
+        chain.thoughts.push(Arc::new(Thought {
             id: id.clone(),
             kind: kind.to_string(),
             content: content.to_string(),
@@ -138,7 +139,7 @@ impl CheckpointBuilder {
             children: Vec::new(),
             metadata: JsonObject::new(),
             extensions: JsonObject::new(),
-        });
+        }));
         chain.current_thought_id = Some(id);
         self
     }
@@ -149,7 +150,7 @@ impl CheckpointBuilder {
         let state = &mut self.checkpoint.snapshot.tool_state;
         let id = format!("call_{:04}", state.calls.len() + 1);
         state.results.insert(tool.to_string(), result.clone());
-        state.calls.push(ToolCall {
+        state.calls.push(Arc::new(ToolCall {
             id: id.clone(),
             tool_id: tool.to_string(),
             args,
@@ -161,7 +162,7 @@ impl CheckpointBuilder {
             completed_at: Some(t),
             duration_ms: Some(0),
             extensions: JsonObject::new(),
-        });
+        }));
         state.last_call_id = Some(id);
         self
     }
@@ -253,7 +254,7 @@ pub fn full_checkpoint(id: &str, execution: &str) -> Checkpoint {
             thought_chain: ThoughtChain {
                 current_thought_id: Some("th_0002".into()),
                 thoughts: vec![
-                    Thought {
+                    Arc::new(Thought {
                         id: "th_0001".into(),
                         kind: "reasoning".into(),
                         content: text.repeat(20),
@@ -265,8 +266,8 @@ pub fn full_checkpoint(id: &str, execution: &str) -> Checkpoint {
                         children: vec!["th_0002".into()],
                         metadata: ext.clone(),
                         extensions: ext.clone(),
-                    },
-                    Thought {
+                    }),
+                    Arc::new(Thought {
                         id: "th_0002".into(),
                         kind: "custom_kind_9".into(),
                         content: String::new(),
@@ -278,7 +279,7 @@ pub fn full_checkpoint(id: &str, execution: &str) -> Checkpoint {
                         children: Vec::new(),
                         metadata: JsonObject::new(),
                         extensions: JsonObject::new(),
-                    },
+                    }),
                 ],
             },
             context: Context {
@@ -290,7 +291,7 @@ pub fn full_checkpoint(id: &str, execution: &str) -> Checkpoint {
             },
             tool_state: ToolState {
                 calls: vec![
-                    ToolCall {
+                    Arc::new(ToolCall {
                         id: "call_0001".into(),
                         tool_id: "search/ü".into(),
                         args: json!({"query": text, "n": 3}),
@@ -302,8 +303,8 @@ pub fn full_checkpoint(id: &str, execution: &str) -> Checkpoint {
                         completed_at: Some(t),
                         duration_ms: Some(u64::MAX),
                         extensions: ext.clone(),
-                    },
-                    ToolCall {
+                    }),
+                    Arc::new(ToolCall {
                         id: "call_0002".into(),
                         tool_id: "http_get".into(),
                         args: Value::Null,
@@ -315,7 +316,7 @@ pub fn full_checkpoint(id: &str, execution: &str) -> Checkpoint {
                         completed_at: Some(t),
                         duration_ms: Some(0),
                         extensions: JsonObject::new(),
-                    },
+                    }),
                 ],
                 results: ext.clone(),
                 last_call_id: Some("call_0002".into()),
@@ -687,7 +688,10 @@ pub fn arb_snapshot() -> impl Strategy<Value = Snapshot> {
     )
         .prop_map(|(current_thought_id, thoughts)| ThoughtChain {
             current_thought_id,
-            thoughts: unique_ids(thoughts, |t| &mut t.id),
+            thoughts: unique_ids(thoughts, |t| &mut t.id)
+                .into_iter()
+                .map(Arc::new)
+                .collect(),
         });
     let context = (
         arb_object(),
@@ -709,7 +713,10 @@ pub fn arb_snapshot() -> impl Strategy<Value = Snapshot> {
         proptest::option::of(arb_nonempty_text(32)),
     )
         .prop_map(|(calls, results, last_call_id)| ToolState {
-            calls: unique_ids(calls, |c| &mut c.id),
+            calls: unique_ids(calls, |c| &mut c.id)
+                .into_iter()
+                .map(Arc::new)
+                .collect(),
             results,
             last_call_id,
         });

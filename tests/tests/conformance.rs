@@ -124,7 +124,8 @@ fn memory_store_keeps_defensive_copies() {
     let mut mine = original.clone();
     store.save(&mine).unwrap();
     // Changing the value that was saved does not change the stored one.
-    mine.snapshot.thought_chain.thoughts[0].content = "changed".into();
+    std::sync::Arc::make_mut(&mut mine.snapshot.thought_chain.thoughts[0]).content =
+        "changed".into();
     mine.snapshot
         .context
         .variables
@@ -143,7 +144,10 @@ fn memory_store_refuses_what_a_file_could_not_hold() {
     let store = MemoryStore::new();
     let bad = CheckpointBuilder::new("ckpt_bad")
         .thought("reasoning", "x")
-        .with(|c| c.snapshot.thought_chain.thoughts[0].confidence = Some(1.5))
+        .with(|c| {
+            std::sync::Arc::make_mut(&mut c.snapshot.thought_chain.thoughts[0]).confidence =
+                Some(1.5)
+        })
         .build();
     assert!(matches!(store.save(&bad), Err(Error::Encode { .. })));
     assert!(ids(&store, &ListFilter::default()).is_empty());

@@ -222,7 +222,7 @@ fn apply(c: &mut Checkpoint, push: &Push) {
         .tool_call("t", Value::Null, Value::Null)
         .build();
     let thought = || b.snapshot.thought_chain.thoughts[0].clone();
-    let call = || -> ToolCall { b.snapshot.tool_state.calls[0].clone() };
+    let call = || -> std::sync::Arc<ToolCall> { b.snapshot.tool_state.calls[0].clone() };
     let snap = &mut c.snapshot;
     if snap.thought_chain.thoughts.is_empty() {
         snap.thought_chain.thoughts.push(thought());
@@ -238,8 +238,8 @@ fn apply(c: &mut Checkpoint, push: &Push) {
             completed_at: Timestamp::from_micros(0),
         });
     }
-    let t = &mut snap.thought_chain.thoughts[0];
-    let k = &mut snap.tool_state.calls[0];
+    let t = std::sync::Arc::make_mut(&mut snap.thought_chain.thoughts[0]);
+    let k = std::sync::Arc::make_mut(&mut snap.tool_state.calls[0]);
     match push {
         Push::Schema(s) => c.schema = s.clone(),
         Push::Reason(s) => {

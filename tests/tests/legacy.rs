@@ -34,6 +34,7 @@ use caf_core::format::{
 use caf_core::{CheckpointId, ExecutionId, Timestamp};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures")
@@ -303,7 +304,7 @@ fn full_checkpoint() -> Checkpoint {
         snapshot: Snapshot {
             thought_chain: ThoughtChain {
                 current_thought_id: Some("thought_3".into()),
-                thoughts,
+                thoughts: thoughts.into_iter().map(Arc::new).collect(),
             },
             context: Context {
                 variables: obj(json!({
@@ -337,7 +338,7 @@ fn full_checkpoint() -> Checkpoint {
                 ],
             },
             tool_state: ToolState {
-                calls,
+                calls: calls.into_iter().map(Arc::new).collect(),
                 results: obj(json!({
                     "search": [{"path": "tests/parser.test.ts", "line_number": 42, "line": "expect(parseDate('03/02/2025'))"}],
                     "clear_cache": null,
@@ -1165,7 +1166,7 @@ fn seed_tool_calls_get_a_status() {
 #[test]
 fn a_null_result_survives_a_round_trip() {
     let mut c = minimal_checkpoint();
-    c.snapshot.tool_state.calls.push(ToolCall {
+    c.snapshot.tool_state.calls.push(Arc::new(ToolCall {
         id: "call_null".into(),
         tool_id: "noop".into(),
         args: json!({}),
@@ -1177,7 +1178,7 @@ fn a_null_result_survives_a_round_trip() {
         completed_at: None,
         duration_ms: None,
         extensions: JsonObject::new(),
-    });
+    }));
     c.snapshot.progress.completed_steps.push(CompletedStep {
         name: "nothing".into(),
         result: Some(Value::Null),
@@ -1229,7 +1230,7 @@ fn duplicate_thought_or_tool_call_ids_are_refused_with_the_pointer_of_the_second
     // Encoding refuses them too: caf never writes what it would refuse to read.
     let mut c = full_checkpoint_1_1_0();
     let first = c.snapshot.thought_chain.thoughts[0].id.clone();
-    c.snapshot.thought_chain.thoughts[1].id = first;
+    Arc::make_mut(&mut c.snapshot.thought_chain.thoughts[1]).id = first;
     assert!(encode(&c).is_err());
 }
 

@@ -14,11 +14,12 @@ use serde_json::{json, Value};
 use sql_common::runs::agent_run;
 use sql_common::{on_each_backend, pg_base, TempSql};
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
-fn call(id: &str, tool: &str, status: ToolStatus, ms: i64) -> ToolCall {
+fn call(id: &str, tool: &str, status: ToolStatus, ms: i64) -> Arc<ToolCall> {
     let t = at_ms(ms);
     let done = status.is_finished();
-    ToolCall {
+    Arc::new(ToolCall {
         args: json!({"q": id}),
         completed_at: done.then_some(t),
         duration_ms: None,
@@ -30,7 +31,7 @@ fn call(id: &str, tool: &str, status: ToolStatus, ms: i64) -> ToolCall {
         status,
         success: done.then_some(status == ToolStatus::Completed),
         tool_id: tool.to_string(),
-    }
+    })
 }
 
 /// Two executions: `exec_a` (3 checkpoints, completed; a call that completes later, a failed
@@ -49,7 +50,7 @@ fn dataset() -> Vec<Checkpoint> {
             .thought("reasoning", t1)
             .with(move |c| {
                 c.metadata.duration_ms = tokens / 10;
-                c.snapshot.thought_chain.thoughts[0].created_at = at_ms(0);
+                Arc::make_mut(&mut c.snapshot.thought_chain.thoughts[0]).created_at = at_ms(0);
             })
     };
     let a1 = a("ckpt_a1", 0, 100)
@@ -59,7 +60,7 @@ fn dataset() -> Vec<Checkpoint> {
         .parent("ckpt_a1")
         .thought("observation", t2)
         .with(|c| {
-            c.snapshot.thought_chain.thoughts[1].created_at = at_ms(1000);
+            Arc::make_mut(&mut c.snapshot.thought_chain.thoughts[1]).created_at = at_ms(1000);
             c.snapshot.tool_state.calls = vec![
                 call("c1", "search", ToolStatus::Completed, 0),
                 call("c2", "read_file", ToolStatus::Failed, 1000),
@@ -72,8 +73,8 @@ fn dataset() -> Vec<Checkpoint> {
         .thought("action", t3)
         .reason(CheckpointReason::Completed)
         .with(|c| {
-            c.snapshot.thought_chain.thoughts[1].created_at = at_ms(1000);
-            c.snapshot.thought_chain.thoughts[2].created_at = at_ms(2000);
+            Arc::make_mut(&mut c.snapshot.thought_chain.thoughts[1]).created_at = at_ms(1000);
+            Arc::make_mut(&mut c.snapshot.thought_chain.thoughts[2]).created_at = at_ms(2000);
             c.snapshot.tool_state.calls = vec![
                 call("c1", "search", ToolStatus::Completed, 0),
                 call("c2", "read_file", ToolStatus::Failed, 1000),

@@ -143,7 +143,8 @@ fn a_tip_the_other_store_replaced_is_not_continued() {
         let run = agent_run(1, 5);
         let other = two_stores(db, &run, 3);
         let mut edited = run[2].clone();
-        edited.snapshot.thought_chain.thoughts[0].content = "edited elsewhere".into();
+        std::sync::Arc::make_mut(&mut edited.snapshot.thought_chain.thoughts[0]).content =
+            "edited elsewhere".into();
         assert_eq!(
             other.save_checkpoint(&edited).unwrap().1,
             SyncOutcome::Replaced

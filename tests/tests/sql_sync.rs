@@ -128,7 +128,7 @@ fn running_then_completed() -> (Checkpoint, Checkpoint) {
         .thought("reasoning", "call the search tool")
         .tool_call("search", json!({"q": "caf"}), json!(["a", "b"]))
         .with(|c| {
-            let call = &mut c.snapshot.tool_state.calls[0];
+            let call = std::sync::Arc::make_mut(&mut c.snapshot.tool_state.calls[0]);
             call.status = ToolStatus::Running;
             call.result = None;
             call.success = None;
@@ -142,7 +142,10 @@ fn running_then_completed() -> (Checkpoint, Checkpoint) {
         .at_ms(1000)
         .thought("reasoning", "call the search tool")
         .tool_call("search", json!({"q": "caf"}), json!(["a", "b"]))
-        .with(|c| c.snapshot.thought_chain.thoughts[0].created_at = running.timestamp)
+        .with(|c| {
+            std::sync::Arc::make_mut(&mut c.snapshot.thought_chain.thoughts[0]).created_at =
+                running.timestamp
+        })
         .build();
     (running, completed)
 }
@@ -197,7 +200,8 @@ fn another_checkpoint_under_an_existing_id_replaces_it() {
         let run = agent_run(1, 5);
         save_all(db, &run);
         let mut edited = run[2].clone();
-        edited.snapshot.thought_chain.thoughts[0].content = "edited elsewhere".into();
+        std::sync::Arc::make_mut(&mut edited.snapshot.thought_chain.thoughts[0]).content =
+            "edited elsewhere".into();
         let (_, outcome) = db.save_checkpoint(&edited).unwrap();
         assert_eq!(outcome, SyncOutcome::Replaced);
         assert_eq!(db.load_checkpoint(&edited.id).unwrap(), edited);

@@ -16,6 +16,7 @@ use caf_core::format::{
 use caf_core::{diff, CheckpointId, CheckpointReason, ExecutionId, Timestamp, CURRENT_VERSION};
 use serde_json::json;
 use std::hint::black_box;
+use std::sync::Arc;
 use std::time::Instant;
 
 const RUNS: usize = 50;
@@ -76,8 +77,8 @@ fn call(i: usize, t: Timestamp) -> ToolCall {
 fn checkpoint_a() -> Result<Checkpoint, Box<dyn std::error::Error>> {
     let t = Timestamp::from_micros(1_767_225_600_000_000);
     let mut snapshot = Snapshot::default();
-    snapshot.thought_chain.thoughts = (0..600).map(|i| thought(i, t)).collect();
-    snapshot.tool_state.calls = (0..300).map(|i| call(i, t)).collect();
+    snapshot.thought_chain.thoughts = (0..600).map(|i| Arc::new(thought(i, t))).collect();
+    snapshot.tool_state.calls = (0..300).map(|i| Arc::new(call(i, t))).collect();
     for i in 0..200 {
         let v = json!({"i": i, "note": text(i, 60)});
         snapshot.context.variables.insert(format!("var_{i}"), v);
@@ -122,18 +123,20 @@ fn checkpoint_b(a: &Checkpoint) -> Result<Checkpoint, Box<dyn std::error::Error>
     let s = &mut b.snapshot;
     s.progress.step_number += 3;
     for i in (0..600).step_by(100) {
-        s.thought_chain.thoughts[i]
+        Arc::make_mut(&mut s.thought_chain.thoughts[i])
             .content
             .push_str("\nrevised: one more line\n");
     }
     for i in 600..606 {
-        s.thought_chain.thoughts.push(thought(i, b.timestamp));
+        s.thought_chain
+            .thoughts
+            .push(Arc::new(thought(i, b.timestamp)));
     }
     for i in [10, 150, 290] {
-        s.tool_state.calls[i].args["n"] = json!(-1);
+        Arc::make_mut(&mut s.tool_state.calls[i]).args["n"] = json!(-1);
     }
     for i in 300..303 {
-        s.tool_state.calls.push(call(i, b.timestamp));
+        s.tool_state.calls.push(Arc::new(call(i, b.timestamp)));
     }
     s.context.variables.insert("var_5".into(), json!(5));
     s.context

@@ -146,8 +146,11 @@ pub struct Inspection {
 }
 
 /// The last `n` items of a slice.
-fn last<T: Clone>(items: &[T], n: usize) -> Vec<T> {
-    items[items.len().saturating_sub(n)..].to_vec()
+fn last<T: Clone>(items: &[std::sync::Arc<T>], n: usize) -> Vec<T> {
+    items[items.len().saturating_sub(n)..]
+        .iter()
+        .map(|item| T::clone(item))
+        .collect()
 }
 
 impl Inspection {

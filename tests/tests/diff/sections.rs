@@ -24,10 +24,12 @@ fn thoughts_added_removed_and_changed_by_id() {
         .with(|c| {
             let ts = &mut c.snapshot.thought_chain.thoughts;
             ts.remove(0); // th_0001 goes
-            ts[0].content = "second, revised".into(); // th_0002
-            ts[0].confidence = Some(0.9);
-            ts[0].metadata.insert("model".into(), json!("m1"));
-            ts[1].id = "th_new".into();
+            std::sync::Arc::make_mut(&mut ts[0]).content = "second, revised".into(); // th_0002
+            std::sync::Arc::make_mut(&mut ts[0]).confidence = Some(0.9);
+            std::sync::Arc::make_mut(&mut ts[0])
+                .metadata
+                .insert("model".into(), json!("m1"));
+            std::sync::Arc::make_mut(&mut ts[1]).id = "th_new".into();
         })
         .build();
     let d = diff(&a, &b);
@@ -62,11 +64,15 @@ fn long_text_gets_a_unified_line_diff() {
     let old = "line one\nline two\nline three\nline four\n";
     let new = "line one\nline 2\nline three\nline four\nline five\n";
     let a = base()
-        .with(|c| c.snapshot.thought_chain.thoughts[0].content = old.into())
+        .with(|c| {
+            std::sync::Arc::make_mut(&mut c.snapshot.thought_chain.thoughts[0]).content = old.into()
+        })
         .variable("report", json!(old))
         .build();
     let b = base()
-        .with(|c| c.snapshot.thought_chain.thoughts[0].content = new.into())
+        .with(|c| {
+            std::sync::Arc::make_mut(&mut c.snapshot.thought_chain.thoughts[0]).content = new.into()
+        })
         .variable("report", json!(new))
         .build();
     let d = diff(&a, &b);
@@ -86,16 +92,16 @@ fn tool_calls_added_completed_and_changed() {
     let a = base()
         .with(|c| {
             let calls = &mut c.snapshot.tool_state.calls;
-            calls.push(pending_call("call_run"));
-            calls.push(pending_call("call_fail"));
-            calls.push(pending_call("call_gone"));
+            calls.push(pending_call("call_run").into());
+            calls.push(pending_call("call_fail").into());
+            calls.push(pending_call("call_gone").into());
         })
         .build();
     let b = base()
         .tool_call("http_get", json!({"url": "x"}), json!("page"))
         .with(|c| {
             let calls = &mut c.snapshot.tool_state.calls;
-            calls[0].args = json!({"q": "caf", "n": 2}); // call_0001: args edited
+            std::sync::Arc::make_mut(&mut calls[0]).args = json!({"q": "caf", "n": 2}); // call_0001: args edited
             let mut done = pending_call("call_run");
             done.status = ToolStatus::Completed;
             done.result = Some(json!({"text": "hello"}));
@@ -105,8 +111,8 @@ fn tool_calls_added_completed_and_changed() {
             failed.status = ToolStatus::Failed;
             failed.error = Some("no such file".into());
             failed.success = Some(false);
-            calls.insert(1, failed);
-            calls.insert(1, done);
+            calls.insert(1, failed.into());
+            calls.insert(1, done.into());
         })
         .build();
     let d = diff(&a, &b);
@@ -153,10 +159,12 @@ fn tool_calls_added_completed_and_changed() {
 #[test]
 fn a_result_that_appears_is_a_completion_even_without_a_status_change() {
     let a = base()
-        .with(|c| c.snapshot.tool_state.calls[0].result = None)
+        .with(|c| std::sync::Arc::make_mut(&mut c.snapshot.tool_state.calls[0]).result = None)
         .build();
     let b = base()
-        .with(|c| c.snapshot.tool_state.calls[0].result = Some(Value::Null))
+        .with(|c| {
+            std::sync::Arc::make_mut(&mut c.snapshot.tool_state.calls[0]).result = Some(Value::Null)
+        })
         .build();
     let d = diff(&a, &b);
     assert_eq!(d.tool_calls_completed.len(), 1);

@@ -6,6 +6,7 @@ use crate::format::{Thought, ToolCall, ToolStatus};
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
 
 /// Two lists matched by id.
 struct Matched<'a, T> {
@@ -72,8 +73,8 @@ fn changes(old: &impl Serialize, new: &impl Serialize) -> Vec<Change> {
 
 /// Thoughts added, removed and changed.
 pub fn thoughts(
-    old: &[Thought],
-    new: &[Thought],
+    old: &[Arc<Thought>],
+    new: &[Arc<Thought>],
 ) -> (Vec<Thought>, Vec<Thought>, Vec<ThoughtChange>) {
     if old == new {
         return Default::default();
@@ -91,8 +92,8 @@ pub fn thoughts(
         })
         .collect();
     (
-        m.added.into_iter().cloned().collect(),
-        m.removed.into_iter().cloned().collect(),
+        m.added.into_iter().map(|t| Thought::clone(t)).collect(),
+        m.removed.into_iter().map(|t| Thought::clone(t)).collect(),
         changed,
     )
 }
@@ -108,7 +109,7 @@ fn is_completion(a: &ToolCall, b: &ToolCall) -> bool {
 pub type ToolCallDeltas = (Vec<ToolCall>, Vec<ToolCallCompletion>, Vec<ToolCallChange>);
 
 /// Tool calls added, completed, and otherwise changed (removed calls included).
-pub fn tool_calls(old: &[ToolCall], new: &[ToolCall]) -> ToolCallDeltas {
+pub fn tool_calls(old: &[Arc<ToolCall>], new: &[Arc<ToolCall>]) -> ToolCallDeltas {
     if old == new {
         return Default::default();
     }
@@ -149,7 +150,8 @@ pub fn tool_calls(old: &[ToolCall], new: &[ToolCall]) -> ToolCallDeltas {
             changes: vec![walk::change("", Some(&json(a)), None)],
         });
     }
-    (m.added.into_iter().cloned().collect(), completed, changed)
+    let added = m.added.into_iter().map(|c| ToolCall::clone(c)).collect();
+    (added, completed, changed)
 }
 
 #[cfg(test)]

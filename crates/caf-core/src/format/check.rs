@@ -348,6 +348,7 @@ mod tests {
     use super::*;
     use crate::format::model::{CheckpointReason, Thought, ToolCall};
     use crate::{CheckpointId, ExecutionId, Timestamp};
+    use std::sync::Arc;
 
     #[test]
     fn lengths_are_counted_in_characters() {
@@ -394,8 +395,8 @@ mod tests {
             Timestamp::from_micros(0),
             CheckpointReason::Manual,
         );
-        c.snapshot.thought_chain.thoughts = thoughts.iter().map(|t| thought(t)).collect();
-        c.snapshot.tool_state.calls = calls.iter().map(|t| call(t)).collect();
+        c.snapshot.thought_chain.thoughts = thoughts.iter().map(|t| Arc::new(thought(t))).collect();
+        c.snapshot.tool_state.calls = calls.iter().map(|t| Arc::new(call(t))).collect();
         c
     }
 

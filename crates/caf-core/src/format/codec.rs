@@ -334,6 +334,7 @@ mod tests {
     };
     use crate::{CheckpointId, ExecutionId, Timestamp};
     use serde_json::json;
+    use std::sync::Arc;
 
     fn obj(v: Value) -> super::super::JsonObject {
         v.as_object().cloned().unwrap_or_default()
@@ -367,7 +368,7 @@ mod tests {
             snapshot: Snapshot {
                 thought_chain: ThoughtChain {
                     current_thought_id: Some("th_1".into()),
-                    thoughts: vec![Thought {
+                    thoughts: vec![Arc::new(Thought {
                         id: "th_1".into(),
                         kind: "reasoning".into(),
                         content: "é \u{0} \"q\"\n".into(),
@@ -379,7 +380,7 @@ mod tests {
                         children: vec!["th_2".into()],
                         metadata: obj(json!({"model": "m"})),
                         extensions: obj(json!({"old": true})),
-                    }],
+                    })],
                 },
                 context: Context {
                     variables: obj(json!({"b": 1, "a": 2.5})),
@@ -389,7 +390,7 @@ mod tests {
                     memory: vec![json!({"key": "k"})],
                 },
                 tool_state: ToolState {
-                    calls: vec![ToolCall {
+                    calls: vec![Arc::new(ToolCall {
                         id: "call_1".into(),
                         tool_id: "search".into(),
                         args: json!({"q": "x"}),
@@ -401,7 +402,7 @@ mod tests {
                         completed_at: Some(t),
                         duration_ms: Some(3),
                         extensions: obj(json!({"e": 1})),
-                    }],
+                    })],
                     results: obj(json!({"search": [1, 2]})),
                     last_call_id: Some("call_1".into()),
                 },
@@ -527,13 +528,13 @@ mod tests {
     #[test]
     fn check_refuses_what_the_schema_refuses() {
         let mut c = full();
-        c.snapshot.thought_chain.thoughts[0].confidence = Some(f64::NAN);
+        Arc::make_mut(&mut c.snapshot.thought_chain.thoughts[0]).confidence = Some(f64::NAN);
         assert!(encode(&c).is_err());
         let mut c = full();
         c.metadata.labels = vec!["a".into(), "a".into()];
         assert!(encode(&c).is_err());
         let mut c = full();
-        c.snapshot.thought_chain.thoughts[0].kind = "Not Snake".into();
+        Arc::make_mut(&mut c.snapshot.thought_chain.thoughts[0]).kind = "Not Snake".into();
         assert!(encode(&c).is_err());
     }
 }

@@ -2,9 +2,11 @@
 //!
 //! A finished thought or tool call rarely changes, yet each save of a growing checkpoint used to
 //! serialize all of them again (most of its bytes). An encoder keeps, per execution, the
-//! canonical text of each thought and tool call it wrote, beside a copy of the item; the next
-//! encoding of that execution splices in the text of every item still equal to its copy (a
-//! comparison costs far less than escaping and formatting), and serializes only the others.
+//! canonical text of each thought and tool call it wrote, beside the item (shared, an [`Arc`]:
+//! remembering it copies nothing); the next encoding of that execution splices in the text of
+//! every item still the same — the very item, as a runtime state shares its unchanged items
+//! with every checkpoint taken of it, or an equal one (a comparison costs far less than
+//! escaping and formatting) —, and serializes only the others.
 //! The bytes are exactly [`super::encode`]'s (tests check it on every workload and golden file).
 //!
 //! The splice happens inside serde: the model's `thoughts` and `calls` fields serialize through
@@ -13,12 +15,13 @@
 
 use super::codec::{encode_unsealed_into, Unsealed};
 use super::error::EncodeError;
-use super::model::{Checkpoint, Thought, ToolCall};
+use super::model::{same, Checkpoint, Thought, ToolCall};
 use crate::id::ExecutionId;
 use serde::{Serialize, Serializer};
 use serde_json::value::RawValue;
 use std::cell::RefCell;
 use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
 
 /// The indent of an item of `snapshot.thought_chain.thoughts` or `snapshot.tool_state.calls` in
 /// the canonical text (four levels of two spaces).
@@ -27,11 +30,11 @@ const ITEM_INDENT: &str = "        ";
 /// How many executions an encoder remembers by default.
 const EXECUTIONS: usize = 32;
 
-/// The canonical text of items at [`ITEM_INDENT`], with a copy of each item.
+/// The canonical text of items at [`ITEM_INDENT`], with each item.
 #[derive(Debug, Default)]
 struct Items {
-    thoughts: Vec<(Thought, Box<RawValue>)>,
-    calls: Vec<(ToolCall, Box<RawValue>)>,
+    thoughts: Vec<(Arc<Thought>, Box<RawValue>)>,
+    calls: Vec<(Arc<ToolCall>, Box<RawValue>)>,
     /// The length of the last encoding (the next one is about as long).
     len: usize,
 }
@@ -115,16 +118,20 @@ impl Encoder {
     }
 }
 
-/// Brings `memory` in line with `items` (reusing the text of every item equal to its copy),
-/// then writes them.
-fn spliced<T, S>(items: &[T], memory: &mut Vec<(T, Box<RawValue>)>, s: S) -> Result<S::Ok, S::Error>
+/// Brings `memory` in line with `items` (reusing the text of every item the same as the one
+/// remembered), then writes them.
+fn spliced<T, S>(
+    items: &[Arc<T>],
+    memory: &mut Vec<(Arc<T>, Box<RawValue>)>,
+    s: S,
+) -> Result<S::Ok, S::Error>
 where
-    T: Serialize + PartialEq + Clone,
+    T: Serialize + PartialEq,
     S: Serializer,
 {
     memory.truncate(items.len());
     for (i, item) in items.iter().enumerate() {
-        if memory.get(i).is_some_and(|(copy, _)| copy == item) {
+        if memory.get(i).is_some_and(|(known, _)| same(known, item)) {
             continue;
         }
         let text = indented(item).map_err(serde::ser::Error::custom)?;
@@ -152,12 +159,12 @@ fn indented<T: Serialize>(item: &T) -> serde_json::Result<Box<RawValue>> {
 }
 
 fn with_memory<T, S>(
-    items: &[T],
+    items: &[Arc<T>],
     s: S,
-    slot: impl FnOnce(&mut Items) -> &mut Vec<(T, Box<RawValue>)>,
+    slot: impl FnOnce(&mut Items) -> &mut Vec<(Arc<T>, Box<RawValue>)>,
 ) -> Result<S::Ok, S::Error>
 where
-    T: Serialize + PartialEq + Clone,
+    T: Serialize + PartialEq,
     S: Serializer,
 {
     let memory = ACTIVE.with(|a| a.try_borrow_mut().ok().and_then(|mut m| m.take()));
@@ -172,12 +179,12 @@ where
 }
 
 /// Serializes `snapshot.thought_chain.thoughts` (with the memory of an [`Encoder`] at work).
-pub(crate) fn thoughts<S: Serializer>(items: &[Thought], s: S) -> Result<S::Ok, S::Error> {
+pub(crate) fn thoughts<S: Serializer>(items: &[Arc<Thought>], s: S) -> Result<S::Ok, S::Error> {
     with_memory(items, s, |m| &mut m.thoughts)
 }
 
 /// Serializes `snapshot.tool_state.calls` (with the memory of an [`Encoder`] at work).
-pub(crate) fn tool_calls<S: Serializer>(items: &[ToolCall], s: S) -> Result<S::Ok, S::Error> {
+pub(crate) fn tool_calls<S: Serializer>(items: &[Arc<ToolCall>], s: S) -> Result<S::Ok, S::Error> {
     with_memory(items, s, |m| &mut m.calls)
 }
 
@@ -207,7 +214,7 @@ mod tests {
                 let mut c = m.checkpoint(&mut state, options).unwrap();
                 if s == 6 {
                     // A finished item changes after all, and another one disappears.
-                    c.snapshot.thought_chain.thoughts[0]
+                    Arc::make_mut(&mut c.snapshot.thought_chain.thoughts[0])
                         .content
                         .push_str(" (revised)");
                     c.snapshot.tool_state.calls.remove(1);

@@ -36,7 +36,7 @@ pub use known::{
 };
 pub(crate) use model::present;
 pub use model::{
-    is_snake_word, BadReason, Branch, Checkpoint, CheckpointReason, CompletedStep, Context,
+    is_snake_word, same, BadReason, Branch, Checkpoint, CheckpointReason, CompletedStep, Context,
     JsonObject, LastError, Metadata, PlanStep, Progress, Snapshot, StepStatus, Thought,
     ThoughtChain, ToolCall, ToolState, ToolStatus,
 };

@@ -11,6 +11,7 @@ use crate::id::{CheckpointId, ExecutionId};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::fmt;
+use std::sync::Arc;
 
 /// A free-form JSON object (keys are kept sorted, so output is deterministic).
 pub type JsonObject = Map<String, Value>;
@@ -229,6 +230,14 @@ impl fmt::Display for CheckpointReason {
     }
 }
 
+/// Whether two shared items (thoughts, tool calls) are the same: one allocation (a runtime
+/// state shares each unchanged item with every checkpoint taken of it, and those with the
+/// copies stores keep), or equal values. The first is a pointer comparison; the second compares
+/// every field.
+pub fn same<T: PartialEq>(a: &Arc<T>, b: &Arc<T>) -> bool {
+    Arc::ptr_eq(a, b) || a == b
+}
+
 /// The four parts of the runtime state, as stored.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -250,9 +259,12 @@ pub struct ThoughtChain {
     /// The thought the agent is on, if it tracks one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub current_thought_id: Option<String>,
-    /// The thoughts, oldest first.
+    /// The thoughts, oldest first. Each is shared ([`Arc`]): a checkpoint taken of a runtime
+    /// state shares every thought with it, and stores keep them without copying (an unchanged
+    /// thought is known by its pointer, see [`same`]); change one with [`Arc::make_mut`],
+    /// which copies it first if it is shared.
     #[serde(serialize_with = "super::encoder::thoughts")]
-    pub thoughts: Vec<Thought>,
+    pub thoughts: Vec<Arc<Thought>>,
 }
 
 /// One thought.
@@ -336,9 +348,10 @@ pub struct Context {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ToolState {
-    /// Every call, in the order it was made.
+    /// Every call, in the order it was made. Shared as the thoughts are
+    /// ([`ThoughtChain::thoughts`]).
     #[serde(serialize_with = "super::encoder::tool_calls")]
-    pub calls: Vec<ToolCall>,
+    pub calls: Vec<Arc<ToolCall>>,
     /// The id of the last call made.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_call_id: Option<String>,

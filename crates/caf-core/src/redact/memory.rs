@@ -1,13 +1,33 @@
 //! What a [`super::Redactor`] remembers of the items it has looked at, per execution, so that a
 //! save does not scan the whole history again: a thought, tool call, history entry or variable
 //! equal to the copy remembered at its place is known (clean, or redacted as remembered)
-//! without a scan. A comparison costs far less than a scan; only new or changed items are
-//! scanned. The same idea as the encoder's spliced text (`format/encoder.rs`).
+//! without a scan. A comparison costs far less than a scan (for a thought or a tool call, the
+//! very item remembered is known by its pointer: see [`crate::format::same`]); only new or
+//! changed items are scanned. The same idea as the encoder's spliced text
+//! (`format/encoder.rs`).
 
 use crate::format::{Thought, ToolCall};
 use crate::id::ExecutionId;
 use serde_json::Value;
 use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+
+/// Whether an item is the one remembered.
+pub(super) trait Same {
+    fn same(&self, other: &Self) -> bool;
+}
+
+impl<T: PartialEq> Same for Arc<T> {
+    fn same(&self, other: &Self) -> bool {
+        crate::format::same(self, other)
+    }
+}
+
+impl Same for Value {
+    fn same(&self, other: &Self) -> bool {
+        self == other
+    }
+}
 
 /// One item looked at: its copy as given, and what redaction made of it.
 #[derive(Debug)]
@@ -20,16 +40,16 @@ pub(super) struct Seen<T> {
 /// What redaction makes of `item`, remembering it in `seen`: the remembered outcome when `item`
 /// equals the remembered original, nothing when it is the remembered redacted form (already
 /// clean), a scan otherwise.
-fn through<T: Clone + PartialEq>(
+fn through<T: Clone + Same>(
     seen: &mut Option<Seen<T>>,
     item: &T,
     redact: impl FnOnce(&T) -> Option<(T, u64)>,
 ) -> Option<(T, u64)> {
     if let Some(s) = seen {
-        if &s.original == item {
+        if s.original.same(item) {
             return s.redacted.clone().map(|r| (r, s.count));
         }
-        if s.redacted.as_ref() == Some(item) {
+        if s.redacted.as_ref().is_some_and(|r| r.same(item)) {
             return None;
         }
     }
@@ -43,7 +63,7 @@ fn through<T: Clone + PartialEq>(
 }
 
 /// The items of a list, by position.
-pub(super) fn list<T: Clone + PartialEq>(
+pub(super) fn list<T: Clone + Same>(
     memory: &mut Vec<Option<Seen<T>>>,
     items: &[T],
     redact: impl Fn(&T) -> Option<(T, u64)>,
@@ -88,8 +108,8 @@ pub(super) fn members(
 /// What is remembered of one execution.
 #[derive(Debug, Default)]
 pub(super) struct Execution {
-    pub thoughts: Vec<Option<Seen<Thought>>>,
-    pub calls: Vec<Option<Seen<ToolCall>>>,
+    pub thoughts: Vec<Option<Seen<Arc<Thought>>>>,
+    pub calls: Vec<Option<Seen<Arc<ToolCall>>>>,
     pub history: Vec<Option<Seen<Value>>>,
     pub messages: Vec<Option<Seen<Value>>>,
     pub memory: Vec<Option<Seen<Value>>>,

@@ -62,7 +62,7 @@ use crate::format::Checkpoint;
 use crate::store::CheckpointStore;
 use memory::Memory;
 use std::borrow::Cow;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 /// How many executions a redactor remembers by default (as many as an encoder).
 const EXECUTIONS: usize = 32;
@@ -137,10 +137,10 @@ impl Redactor {
             .take(exec);
         let s = &c.snapshot;
         let thoughts = memory::list(&mut seen.thoughts, &s.thought_chain.thoughts, |t| {
-            rules.redact_thought(t)
+            rules.redact_thought(t).map(|(t, n)| (Arc::new(t), n))
         });
         let calls = memory::list(&mut seen.calls, &s.tool_state.calls, |c| {
-            rules.redact_tool_call(c)
+            rules.redact_tool_call(c).map(|(c, n)| (Arc::new(c), n))
         });
         let value = |v: &serde_json::Value| rules.redact_value(v);
         let history = memory::list(&mut seen.history, &s.context.history, value);

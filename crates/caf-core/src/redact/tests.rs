@@ -202,7 +202,8 @@ fn remembering_gives_what_a_fresh_scan_gives() {
         );
         c.snapshot = s.snapshot().clone();
         if step == 7 {
-            c.snapshot.thought_chain.thoughts[0].content = "revised, no secret".into();
+            Arc::make_mut(&mut c.snapshot.thought_chain.thoughts[0]).content =
+                "revised, no secret".into();
             c.snapshot.tool_state.calls.remove(1);
             c.snapshot.context.variables.remove("step");
         }

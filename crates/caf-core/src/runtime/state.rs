@@ -146,13 +146,15 @@ impl RuntimeState {
         &self.snapshot
     }
 
-    /// The thoughts, oldest first.
-    pub fn thoughts(&self) -> &[Thought] {
+    /// The thoughts, oldest first (each shared with the checkpoints taken since it last
+    /// changed).
+    pub fn thoughts(&self) -> &[Arc<Thought>] {
         &self.snapshot.thought_chain.thoughts
     }
 
-    /// The tool calls, in the order they were made.
-    pub fn tool_calls(&self) -> &[ToolCall] {
+    /// The tool calls, in the order they were made (each shared with the checkpoints taken
+    /// since it last changed).
+    pub fn tool_calls(&self) -> &[Arc<ToolCall>] {
         &self.snapshot.tool_state.calls
     }
 
@@ -260,12 +262,12 @@ impl RuntimeState {
         let chain = &mut self.snapshot.thought_chain;
         if let Some(p) = &parent_id {
             if let Some(parent) = chain.thoughts.iter_mut().find(|t| &t.id == p) {
-                parent.children.push(id.clone());
+                Arc::make_mut(parent).children.push(id.clone());
                 self.dirty.thoughts_added.retain(|t| t != p);
                 self.dirty.thoughts_added.push(p.clone());
             }
         }
-        chain.thoughts.push(Thought {
+        chain.thoughts.push(Arc::new(Thought {
             id: id.clone(),
             kind: kind.clone(),
             content,
@@ -277,7 +279,7 @@ impl RuntimeState {
             children: Vec::new(),
             metadata: Default::default(),
             extensions: Default::default(),
-        });
+        }));
         chain.current_thought_id = Some(id.clone());
         self.dirty.thoughts_added.push(id.clone());
         self.emit(Event::ThoughtCreated {
@@ -308,11 +310,11 @@ impl RuntimeState {
         started_at: Option<Timestamp>,
     ) -> String {
         let id = self.next_id("call");
-        self.snapshot.tool_state.calls.push(ToolCall {
+        self.snapshot.tool_state.calls.push(Arc::new(ToolCall {
             status,
             started_at,
             ..ToolCall::pending(id.clone(), tool_id.clone(), args)
-        });
+        }));
         self.snapshot.tool_state.last_call_id = Some(id.clone());
         self.dirty.tool_calls_changed.insert(id.clone());
         self.emit(Event::ToolCalled {
@@ -346,7 +348,8 @@ impl RuntimeState {
                 status: call.status.as_str(),
             });
         }
-        Ok(call)
+        // Its own copy if checkpoints share it still (they keep the call as it was).
+        Ok(Arc::make_mut(call))
     }
 
     fn finish_call(
@@ -656,6 +659,7 @@ impl RuntimeState {
             .calls
             .iter()
             .filter(|c| !c.status.is_finished())
+            .map(|c| &**c)
             .collect()
     }
 
@@ -792,7 +796,7 @@ mod tests {
     #[test]
     fn ids_continue_after_restore() {
         let mut snap = Snapshot::default();
-        snap.thought_chain.thoughts.push(Thought {
+        snap.thought_chain.thoughts.push(Arc::new(Thought {
             id: "th_0041".into(),
             kind: "reasoning".into(),
             content: String::new(),
@@ -804,7 +808,7 @@ mod tests {
             children: vec![],
             metadata: Default::default(),
             extensions: Default::default(),
-        });
+        }));
         assert_eq!(next_seq_after(&snap), 42);
         assert_eq!(next_seq_after(&Snapshot::default()), 1);
     }

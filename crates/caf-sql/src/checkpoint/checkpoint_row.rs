@@ -23,6 +23,7 @@ use caf_core::{CheckpointId, CheckpointSummary, ExecutionId, Timestamp};
 use diesel::prelude::*;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 /// The values whose column could not hold them exactly.
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -401,8 +402,8 @@ impl CheckpointRow {
     pub fn into_checkpoint(
         self,
         rest: RestIn,
-        thoughts: Vec<Thought>,
-        calls: Vec<ToolCall>,
+        thoughts: Vec<Arc<Thought>>,
+        calls: Vec<Arc<ToolCall>>,
         completed_steps: Vec<CompletedStep>,
         parts: Parts,
     ) -> Result<Checkpoint, Damaged> {

@@ -17,9 +17,10 @@ use crate::connection::AnyConnection;
 use crate::schema::{steps, thoughts, tool_calls};
 use crate::statement::fixed::{execute_groups, insert_rows, padded, Row};
 use crate::statement::{shape, Param, Shape};
-use caf_core::format::{CompletedStep, Snapshot, Thought, ToolCall};
+use caf_core::format::{same, CompletedStep, Snapshot, Thought, ToolCall};
 use diesel::prelude::*;
 use diesel::QueryResult;
+use std::sync::Arc;
 
 /// One of the item tables.
 pub(crate) trait ItemTable {
@@ -35,6 +36,12 @@ pub(crate) trait ItemTable {
     type Close: Shape;
     /// The table's name, for messages.
     const NAME: &'static str;
+    /// Whether two items are the same (for shared items, first by pointer: a runtime state
+    /// shares each unchanged item with every checkpoint taken of it, and the line's cached tip
+    /// keeps them).
+    fn same(a: &Self::Item, b: &Self::Item) -> bool {
+        a == b
+    }
     /// The items of a snapshot.
     fn of(s: &Snapshot) -> &[Self::Item];
     /// The items of a snapshot, to change.
@@ -97,18 +104,25 @@ pub(crate) struct ToolCalls;
 pub(crate) struct Steps;
 
 impl ItemTable for Thoughts {
-    type Item = Thought;
+    type Item = Arc<Thought>;
     type NewRow<'a> = NewThought<'a>;
     type Insert = InsertThoughts;
     type Close = CloseThoughts;
     const NAME: &'static str = "thoughts";
-    fn of(s: &Snapshot) -> &[Thought] {
+    fn same(a: &Arc<Thought>, b: &Arc<Thought>) -> bool {
+        same(a, b)
+    }
+    fn of(s: &Snapshot) -> &[Arc<Thought>] {
         &s.thought_chain.thoughts
     }
-    fn of_mut(s: &mut Snapshot) -> &mut Vec<Thought> {
+    fn of_mut(s: &mut Snapshot) -> &mut Vec<Arc<Thought>> {
         &mut s.thought_chain.thoughts
     }
-    fn new_row<'a>(ctx: ItemContext<'a>, position: usize, item: &'a Thought) -> NewThought<'a> {
+    fn new_row<'a>(
+        ctx: ItemContext<'a>,
+        position: usize,
+        item: &'a Arc<Thought>,
+    ) -> NewThought<'a> {
         NewThought::new(ctx, position, item)
     }
     fn load(
@@ -116,30 +130,41 @@ impl ItemTable for Thoughts {
         line: i64,
         seq: i64,
         count: i64,
-    ) -> Result<Vec<Thought>, LoadItemsError> {
+    ) -> Result<Vec<Arc<Thought>>, LoadItemsError> {
         let rows: Vec<(String, String)> = visible!(thoughts, line, seq, count)
             .select((thoughts::payload, thoughts::content))
             .load(conn)
             .map_err(LoadItemsError::Query)?;
         rows.into_iter()
-            .map(|(p, content)| thought_from(&p, content).map_err(damaged("thought")))
+            .map(|(p, content)| {
+                thought_from(&p, content)
+                    .map(Arc::new)
+                    .map_err(damaged("thought"))
+            })
             .collect()
     }
 }
 
 impl ItemTable for ToolCalls {
-    type Item = ToolCall;
+    type Item = Arc<ToolCall>;
     type NewRow<'a> = NewToolCall<'a>;
     type Insert = InsertToolCalls;
     type Close = CloseToolCalls;
     const NAME: &'static str = "tool calls";
-    fn of(s: &Snapshot) -> &[ToolCall] {
+    fn same(a: &Arc<ToolCall>, b: &Arc<ToolCall>) -> bool {
+        same(a, b)
+    }
+    fn of(s: &Snapshot) -> &[Arc<ToolCall>] {
         &s.tool_state.calls
     }
-    fn of_mut(s: &mut Snapshot) -> &mut Vec<ToolCall> {
+    fn of_mut(s: &mut Snapshot) -> &mut Vec<Arc<ToolCall>> {
         &mut s.tool_state.calls
     }
-    fn new_row<'a>(ctx: ItemContext<'a>, position: usize, item: &'a ToolCall) -> NewToolCall<'a> {
+    fn new_row<'a>(
+        ctx: ItemContext<'a>,
+        position: usize,
+        item: &'a Arc<ToolCall>,
+    ) -> NewToolCall<'a> {
         NewToolCall::new(ctx, position, item)
     }
     fn load(
@@ -147,14 +172,16 @@ impl ItemTable for ToolCalls {
         line: i64,
         seq: i64,
         count: i64,
-    ) -> Result<Vec<ToolCall>, LoadItemsError> {
+    ) -> Result<Vec<Arc<ToolCall>>, LoadItemsError> {
         let rows: Vec<(String, String, Option<String>)> = visible!(tool_calls, line, seq, count)
             .select((tool_calls::payload, tool_calls::args, tool_calls::result))
             .load(conn)
             .map_err(LoadItemsError::Query)?;
         rows.into_iter()
             .map(|(p, args, result)| {
-                call_from(&p, &args, result.as_deref()).map_err(damaged("tool call"))
+                call_from(&p, &args, result.as_deref())
+                    .map(Arc::new)
+                    .map_err(damaged("tool call"))
             })
             .collect()
     }
@@ -233,7 +260,7 @@ impl<'a, K: ItemTable + 'a> ItemChanges<'a, K> {
         let mut added = Vec::new();
         for i in 0..old.len().max(new.len()) {
             match (old.get(i), new.get(i)) {
-                (Some(o), Some(n)) if o == n => {}
+                (Some(o), Some(n)) if K::same(o, n) => {}
                 (o, n) => {
                     if o.is_some() {
                         closed.push(count(i));
