@@ -238,6 +238,34 @@ pub fn same<T: PartialEq>(a: &Arc<T>, b: &Arc<T>) -> bool {
     Arc::ptr_eq(a, b) || a == b
 }
 
+/// A list of shared items, each read into its own [`Arc`] (serde's own `Arc<T>` reads a `Box<T>`
+/// first, then moves it into a second allocation).
+fn shared<'de, D, T>(d: D) -> Result<Vec<Arc<T>>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    struct Items<T>(std::marker::PhantomData<T>);
+    impl<'de, T: Deserialize<'de>> serde::de::Visitor<'de> for Items<T> {
+        type Value = Vec<Arc<T>>;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a list")
+        }
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(
+            self,
+            mut seq: A,
+        ) -> Result<Self::Value, A::Error> {
+            // The hint is the parser's guess; a hostile file does not make it allocate more.
+            let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(1024));
+            while let Some(item) = seq.next_element::<T>()? {
+                items.push(Arc::new(item));
+            }
+            Ok(items)
+        }
+    }
+    d.deserialize_seq(Items(std::marker::PhantomData))
+}
+
 /// The four parts of the runtime state, as stored.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -263,7 +291,10 @@ pub struct ThoughtChain {
     /// state shares every thought with it, and stores keep them without copying (an unchanged
     /// thought is known by its pointer, see [`same`]); change one with [`Arc::make_mut`],
     /// which copies it first if it is shared.
-    #[serde(serialize_with = "super::encoder::thoughts")]
+    #[serde(
+        serialize_with = "super::encoder::thoughts",
+        deserialize_with = "shared"
+    )]
     pub thoughts: Vec<Arc<Thought>>,
 }
 
@@ -350,7 +381,10 @@ pub struct Context {
 pub struct ToolState {
     /// Every call, in the order it was made. Shared as the thoughts are
     /// ([`ThoughtChain::thoughts`]).
-    #[serde(serialize_with = "super::encoder::tool_calls")]
+    #[serde(
+        serialize_with = "super::encoder::tool_calls",
+        deserialize_with = "shared"
+    )]
     pub calls: Vec<Arc<ToolCall>>,
     /// The id of the last call made.
     #[serde(default, skip_serializing_if = "Option::is_none")]
