@@ -71,6 +71,18 @@ fn items(v: &[Value]) -> Vec<Entry<'_>> {
     v.iter().map(Entry::Item).collect()
 }
 
+/// The `entries` revisions visible at `$seq` in `$line`, by part and position.
+macro_rules! visible_entries {
+    ($line:expr, $seq:expr) => {
+        entries::table
+            .filter(entries::line_id.eq($line))
+            .filter(entries::from_seq.le($seq))
+            .filter(entries::to_seq.is_null().or(entries::to_seq.gt($seq)))
+            .order((entries::part.asc(), entries::position.asc()))
+    };
+}
+pub(crate) use visible_entries;
+
 /// How many entries part `part` of a snapshot has.
 fn len_of(s: &Snapshot, part: &str) -> usize {
     let c = &s.context;
@@ -372,12 +384,8 @@ pub(crate) fn load(
     if expected.values().all(|n| *n == 0) {
         return Ok(parts);
     }
-    let rows: Vec<(String, String)> = entries::table
+    let rows: Vec<(String, String)> = visible_entries!(line, seq)
         .select((entries::part, entries::payload))
-        .filter(entries::line_id.eq(line))
-        .filter(entries::from_seq.le(seq))
-        .filter(entries::to_seq.is_null().or(entries::to_seq.gt(seq)))
-        .order((entries::part.asc(), entries::position.asc()))
         .load(conn)
         .map_err(LoadError::Query)?;
     let mut found: BTreeMap<String, u64> = BTreeMap::new();
@@ -425,13 +433,10 @@ pub(crate) fn load(
 
 /// The task (`variables.task`, when a string) of the checkpoint at `seq` in `line`.
 pub(crate) fn task_at(conn: &mut AnyConnection, line: i64, seq: i64) -> QueryResult<String> {
-    let payload: Option<String> = entries::table
+    let payload: Option<String> = visible_entries!(line, seq)
         .select(entries::payload)
-        .filter(entries::line_id.eq(line))
         .filter(entries::part.eq("variables"))
         .filter(entries::key.eq("task"))
-        .filter(entries::from_seq.le(seq))
-        .filter(entries::to_seq.is_null().or(entries::to_seq.gt(seq)))
         .first(conn)
         .optional()?;
     Ok(

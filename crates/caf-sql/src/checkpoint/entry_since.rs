@@ -7,7 +7,7 @@
 //! seqs beside its snapshot ([`crate::checkpoint::line_cache::Tip`]); a tip read back from the
 //! database reads them with it ([`EntrySince::load`]).
 
-use crate::checkpoint::entry_revisions::{LoadError, PARTS};
+use crate::checkpoint::entry_revisions::{visible_entries, LoadError, PARTS};
 use crate::connection::AnyConnection;
 use crate::schema::entries;
 use diesel::prelude::*;
@@ -46,12 +46,8 @@ impl EntrySince {
 
     /// Reads them for the checkpoint at `seq` in `line`: the revisions visible there.
     pub fn load(conn: &mut AnyConnection, line: i64, seq: i64) -> Result<Self, LoadError> {
-        let rows: Vec<(String, i64, i64)> = entries::table
+        let rows: Vec<(String, i64, i64)> = visible_entries!(line, seq)
             .select((entries::part, entries::position, entries::from_seq))
-            .filter(entries::line_id.eq(line))
-            .filter(entries::from_seq.le(seq))
-            .filter(entries::to_seq.is_null().or(entries::to_seq.gt(seq)))
-            .order((entries::part.asc(), entries::position.asc()))
             .load(conn)
             .map_err(LoadError::Query)?;
         let mut since = Self::default();
