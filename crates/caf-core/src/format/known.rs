@@ -131,9 +131,10 @@ fn thought_chain_range(bytes: &[u8]) -> Option<Range<usize>> {
 }
 
 /// [`ThoughtChain`] with its thoughts not yet shared: what the helper thread types. Each thought
-/// goes into its [`Arc`] on the caller's thread ([`ChainApart::shared`]), whose allocator then
-/// holds the blocks the caller frees (allocated on the helper, they made its next parse slower:
-/// 137 µs instead of 104 for a restore of the agent-run workload's checkpoint at step 100).
+/// goes into its [`Arc`] on the caller's thread ([`ChainApart::shared`]), the thread that frees
+/// it later: `Arc` blocks allocated on the helper and freed by the caller made the helper's next
+/// parse slower (137 µs instead of 109 per decode of the agent-run workload's checkpoint at step
+/// 100; docs/benchmarks.md, 2026-11-25 06:40).
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct ChainApart {

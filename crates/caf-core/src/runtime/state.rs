@@ -714,6 +714,34 @@ mod tests {
         RuntimeState::with_clock("agent", ExecutionId::new("exec_t").unwrap(), clock)
     }
 
+    /// A checkpoint shares its thoughts and tool calls with the state it was taken of; a change
+    /// the state makes afterwards goes to a copy of the item, never into the checkpoint.
+    #[test]
+    fn a_snapshot_taken_keeps_its_items_as_they_were() {
+        let mut s = state();
+        let parent = s.add_thought("reasoning", "first", None);
+        let call = s.start_tool_call("search", json!({"q": 1}));
+        let taken = s.snapshot().clone();
+        let shared = |a: &Snapshot, b: &Snapshot| {
+            Arc::ptr_eq(&a.thought_chain.thoughts[0], &b.thought_chain.thoughts[0])
+                && Arc::ptr_eq(&a.tool_state.calls[0], &b.tool_state.calls[0])
+        };
+        assert!(
+            shared(&taken, s.snapshot()),
+            "taking a snapshot copies no item"
+        );
+        s.add_child_thought(&parent, "reasoning", "second", None)
+            .unwrap();
+        s.complete_tool_call(&call, json!("done")).unwrap();
+        let now = s.snapshot();
+        assert_eq!(now.thought_chain.thoughts[0].children.len(), 1);
+        assert_eq!(now.tool_state.calls[0].status, ToolStatus::Completed);
+        assert!(taken.thought_chain.thoughts[0].children.is_empty());
+        assert_eq!(taken.tool_state.calls[0].status, ToolStatus::Running);
+        assert_eq!(taken.tool_state.calls[0].result, None);
+        assert!(!shared(&taken, now), "the changed items are copies");
+    }
+
     #[test]
     fn emits_granular_events_and_tracks_dirt() {
         let mut s = state();
