@@ -145,17 +145,43 @@ where
     s.collect_seq(memory.iter().map(|(_, text)| text))
 }
 
+/// The most of its memory the buffer of [`indented`] keeps between items.
+const SCRATCH_KEPT: usize = 1 << 20;
+
+thread_local! {
+    /// Where [`indented`] serializes an item before indenting it (reused: growing a new buffer
+    /// for each item cost more than serializing it).
+    static SCRATCH: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
+
 /// The canonical text of `item` as it appears at [`ITEM_INDENT`].
 fn indented<T: Serialize>(item: &T) -> serde_json::Result<Box<RawValue>> {
-    let mut text = Vec::new();
+    let mut buf = SCRATCH.with(|s| s.take());
+    buf.clear();
     let mut ser = serde_json::Serializer::with_formatter(
-        &mut text,
+        &mut buf,
         serde_json::ser::PrettyFormatter::with_indent(b"  "),
     );
-    item.serialize(&mut ser)?;
-    let text = String::from_utf8(text).map_err(serde::ser::Error::custom)?;
-    // JSON strings never hold a raw newline: every newline is layout.
-    RawValue::from_string(text.replace('\n', &format!("\n{ITEM_INDENT}")))
+    let text = item.serialize(&mut ser).and_then(|()| {
+        let plain = std::str::from_utf8(&buf).map_err(serde::ser::Error::custom)?;
+        // JSON strings never hold a raw newline: every newline is layout.
+        let newlines = plain.bytes().filter(|b| *b == b'\n').count();
+        let mut text = String::with_capacity(plain.len() + newlines * ITEM_INDENT.len());
+        let mut lines = plain.split('\n');
+        if let Some(first) = lines.next() {
+            text.push_str(first);
+        }
+        for line in lines {
+            text.push('\n');
+            text.push_str(ITEM_INDENT);
+            text.push_str(line);
+        }
+        Ok(text)
+    });
+    if buf.capacity() <= SCRATCH_KEPT {
+        SCRATCH.with(|s| s.replace(buf));
+    }
+    RawValue::from_string(text?)
 }
 
 fn with_memory<T, S>(
