@@ -13,7 +13,8 @@
 use crate::checkpoint::entry_since::EntrySince;
 use crate::checkpoint::item_columns::ItemContext;
 use crate::columns::{count, json, text};
-use crate::connection::AnyConnection;
+use crate::connection::{AnyConnection, Backend};
+use crate::error::SqlError;
 use crate::schema::entries;
 use crate::statement::fixed::{execute_groups, insert_rows, padded};
 use crate::statement::{row, shape, Param};
@@ -371,6 +372,24 @@ pub(crate) enum LoadError {
     Query(diesel::result::Error),
     /// What is stored does not add up or does not decode.
     Damaged(String),
+}
+
+impl LoadError {
+    /// The error of loading checkpoint `id` (whose entries these are) from `backend`.
+    pub fn of_checkpoint(self, backend: Backend, id: &str) -> SqlError {
+        match self {
+            Self::Query(source) => SqlError::Query {
+                backend,
+                context: format!("loading {id}"),
+                source,
+            },
+            Self::Damaged(message) => SqlError::Corrupt {
+                backend,
+                what: format!("checkpoint {id}"),
+                message,
+            },
+        }
+    }
 }
 
 /// Reads the entries visible at `seq` in `line`; `expected` are the counts per part.

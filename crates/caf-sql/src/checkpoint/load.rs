@@ -55,14 +55,8 @@ pub(crate) fn load_in_tx(
         .map_err(|e| items_error(backend, &what, e))?;
     let steps = load_items::<Steps>(conn, line_id, seq, row.step_count)
         .map_err(|e| items_error(backend, &what, e))?;
-    let parts = entry_revisions::load(conn, line_id, seq, &rest.parts).map_err(|e| match e {
-        entry_revisions::LoadError::Query(source) => SqlError::Query {
-            backend,
-            context: format!("loading {id}"),
-            source,
-        },
-        entry_revisions::LoadError::Damaged(m) => damaged(m),
-    })?;
+    let parts = entry_revisions::load(conn, line_id, seq, &rest.parts)
+        .map_err(|e| e.of_checkpoint(backend, id.as_str()))?;
     let stored = row
         .into_checkpoint(rest, thoughts, calls, steps, parts)
         .map_err(|d| damaged(d.0))?;

@@ -19,7 +19,6 @@
 use crate::checkpoint::append_pg;
 use crate::checkpoint::changes::Changes;
 use crate::checkpoint::checkpoint_row::{CheckpointRow, Place};
-use crate::checkpoint::entry_revisions::LoadError;
 use crate::checkpoint::entry_since::EntrySince;
 use crate::checkpoint::item_columns::ItemContext;
 use crate::checkpoint::line_cache::{LineCache, Tip};
@@ -389,17 +388,8 @@ fn previous_snapshot(
         what: "checkpoint",
         id: parent.to_string(),
     })?;
-    let since = EntrySince::load(conn, place.line_id, place.seq).map_err(|e| match e {
-        LoadError::Query(source) => SqlError::Query {
-            backend: conn.backend(),
-            context: format!("loading {parent}"),
-            source,
-        },
-        LoadError::Damaged(message) => SqlError::Corrupt {
-            backend: conn.backend(),
-            what: format!("checkpoint {parent}"),
-            message,
-        },
-    })?;
+    let backend = conn.backend();
+    let since = EntrySince::load(conn, place.line_id, place.seq)
+        .map_err(|e| e.of_checkpoint(backend, parent.as_str()))?;
     Ok(Tip::of(&loaded, place, since))
 }
