@@ -12,9 +12,9 @@
 
 use crate::checkpoint::entry_since::EntrySince;
 use crate::checkpoint::item_columns::ItemContext;
+use crate::checkpoint::item_revisions::LoadRowsError;
 use crate::columns::{count, json, text};
-use crate::connection::{AnyConnection, Backend};
-use crate::error::SqlError;
+use crate::connection::AnyConnection;
 use crate::schema::entries;
 use crate::statement::fixed::{execute_groups, insert_rows, padded};
 use crate::statement::{row, shape, Param};
@@ -365,40 +365,13 @@ impl From<diesel::result::Error> for WriteError {
     }
 }
 
-/// Why the entries could not be read back.
-#[derive(Debug)]
-pub(crate) enum LoadError {
-    /// The statement failed.
-    Query(diesel::result::Error),
-    /// What is stored does not add up or does not decode.
-    Damaged(String),
-}
-
-impl LoadError {
-    /// The error of loading checkpoint `id` (whose entries these are) from `backend`.
-    pub fn of_checkpoint(self, backend: Backend, id: &str) -> SqlError {
-        match self {
-            Self::Query(source) => SqlError::Query {
-                backend,
-                context: format!("loading {id}"),
-                source,
-            },
-            Self::Damaged(message) => SqlError::Corrupt {
-                backend,
-                what: format!("checkpoint {id}"),
-                message,
-            },
-        }
-    }
-}
-
 /// Reads the entries visible at `seq` in `line`; `expected` are the counts per part.
 pub(crate) fn load(
     conn: &mut AnyConnection,
     line: i64,
     seq: i64,
     expected: &BTreeMap<String, u64>,
-) -> Result<Parts, LoadError> {
+) -> Result<Parts, LoadRowsError> {
     let mut parts = Parts::default();
     if expected.values().all(|n| *n == 0) {
         return Ok(parts);
@@ -406,10 +379,11 @@ pub(crate) fn load(
     let rows: Vec<(String, String)> = visible_entries!(line, seq)
         .select((entries::part, entries::payload))
         .load(conn)
-        .map_err(LoadError::Query)?;
+        .map_err(LoadRowsError::Query)?;
     let mut found: BTreeMap<String, u64> = BTreeMap::new();
     for (part, payload) in rows {
-        let bad = |e: serde_json::Error| LoadError::Damaged(format!("a stored {part} entry: {e}"));
+        let bad =
+            |e: serde_json::Error| LoadRowsError::Damaged(format!("a stored {part} entry: {e}"));
         match part.as_str() {
             "history" => parts
                 .history
@@ -432,7 +406,11 @@ pub(crate) fn load(
                 };
                 map.insert(k, v);
             }
-            other => return Err(LoadError::Damaged(format!("unknown entry part {other:?}"))),
+            other => {
+                return Err(LoadRowsError::Damaged(format!(
+                    "unknown entry part {other:?}"
+                )))
+            }
         }
         *found.entry(part).or_default() += 1;
     }
@@ -442,7 +420,7 @@ pub(crate) fn load(
         .map(|(k, n)| (k.clone(), *n))
         .collect();
     if found != expected {
-        return Err(LoadError::Damaged(format!(
+        return Err(LoadRowsError::Damaged(format!(
             "entries at line {line} seq {seq}: found {found:?}, expected {expected:?}"
         )));
     }

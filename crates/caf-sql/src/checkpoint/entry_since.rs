@@ -7,7 +7,8 @@
 //! seqs beside its snapshot ([`crate::checkpoint::line_cache::Tip`]); a tip read back from the
 //! database reads them with it ([`EntrySince::load`]).
 
-use crate::checkpoint::entry_revisions::{visible_entries, LoadError, PARTS};
+use crate::checkpoint::entry_revisions::{visible_entries, PARTS};
+use crate::checkpoint::item_revisions::LoadRowsError;
 use crate::connection::AnyConnection;
 use crate::schema::entries;
 use diesel::prelude::*;
@@ -45,21 +46,21 @@ impl EntrySince {
     }
 
     /// Reads them for the checkpoint at `seq` in `line`: the revisions visible there.
-    pub fn load(conn: &mut AnyConnection, line: i64, seq: i64) -> Result<Self, LoadError> {
+    pub fn load(conn: &mut AnyConnection, line: i64, seq: i64) -> Result<Self, LoadRowsError> {
         let rows: Vec<(String, i64, i64)> = visible_entries!(line, seq)
             .select((entries::part, entries::position, entries::from_seq))
             .load(conn)
-            .map_err(LoadError::Query)?;
+            .map_err(LoadRowsError::Query)?;
         let mut since = Self::default();
         for (part, position, from_seq) in rows {
             let k = PARTS
                 .iter()
                 .position(|p| *p == part)
-                .ok_or_else(|| LoadError::Damaged(format!("unknown entry part {part:?}")))?;
+                .ok_or_else(|| LoadRowsError::Damaged(format!("unknown entry part {part:?}")))?;
             let positions = &mut since.0[k];
             // In key order, the visible revisions of a part are at 0, 1, 2…: one each.
             if usize::try_from(position).ok() != Some(positions.len()) {
-                return Err(LoadError::Damaged(format!(
+                return Err(LoadRowsError::Damaged(format!(
                     "entries at line {line} seq {seq}: {part} position {position} where {} was \
                      expected",
                     positions.len()

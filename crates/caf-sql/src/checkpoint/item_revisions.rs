@@ -13,7 +13,8 @@ use crate::checkpoint::item_columns::{
     NewThought, NewToolCall,
 };
 use crate::columns::count;
-use crate::connection::AnyConnection;
+use crate::connection::{AnyConnection, Backend};
+use crate::error::SqlError;
 use crate::schema::{steps, thoughts, tool_calls};
 use crate::statement::fixed::{execute_groups, insert_rows, padded, Row};
 use crate::statement::{shape, Param, Shape};
@@ -55,7 +56,7 @@ pub(crate) trait ItemTable {
         line: i64,
         seq: i64,
         count: i64,
-    ) -> Result<Vec<Self::Item>, LoadItemsError>;
+    ) -> Result<Vec<Self::Item>, LoadRowsError>;
 }
 
 /// The revisions of `$table` visible at `$seq` in `$line`, positions below `$count`, in order.
@@ -70,8 +71,8 @@ macro_rules! visible {
     };
 }
 
-fn damaged(what: &str) -> impl Fn(Damaged) -> LoadItemsError + '_ {
-    move |d| LoadItemsError::Damaged(format!("a stored {what}: {}", d.0))
+fn damaged(what: &str) -> impl Fn(Damaged) -> LoadRowsError + '_ {
+    move |d| LoadRowsError::Damaged(format!("a stored {what}: {}", d.0))
 }
 
 shape!(
@@ -130,11 +131,11 @@ impl ItemTable for Thoughts {
         line: i64,
         seq: i64,
         count: i64,
-    ) -> Result<Vec<Arc<Thought>>, LoadItemsError> {
+    ) -> Result<Vec<Arc<Thought>>, LoadRowsError> {
         let rows: Vec<(String, String)> = visible!(thoughts, line, seq, count)
             .select((thoughts::payload, thoughts::content))
             .load(conn)
-            .map_err(LoadItemsError::Query)?;
+            .map_err(LoadRowsError::Query)?;
         rows.into_iter()
             .map(|(p, content)| {
                 thought_from(&p, content)
@@ -172,11 +173,11 @@ impl ItemTable for ToolCalls {
         line: i64,
         seq: i64,
         count: i64,
-    ) -> Result<Vec<Arc<ToolCall>>, LoadItemsError> {
+    ) -> Result<Vec<Arc<ToolCall>>, LoadRowsError> {
         let rows: Vec<(String, String, Option<String>)> = visible!(tool_calls, line, seq, count)
             .select((tool_calls::payload, tool_calls::args, tool_calls::result))
             .load(conn)
-            .map_err(LoadItemsError::Query)?;
+            .map_err(LoadRowsError::Query)?;
         rows.into_iter()
             .map(|(p, args, result)| {
                 call_from(&p, &args, result.as_deref())
@@ -207,15 +208,15 @@ impl ItemTable for Steps {
         line: i64,
         seq: i64,
         count: i64,
-    ) -> Result<Vec<CompletedStep>, LoadItemsError> {
+    ) -> Result<Vec<CompletedStep>, LoadRowsError> {
         let rows: Vec<String> = visible!(steps, line, seq, count)
             .select(steps::payload)
             .load(conn)
-            .map_err(LoadItemsError::Query)?;
+            .map_err(LoadRowsError::Query)?;
         rows.iter()
             .map(|p| {
                 serde_json::from_str(p)
-                    .map_err(|e| LoadItemsError::Damaged(format!("a stored step: {e}")))
+                    .map_err(|e| LoadRowsError::Damaged(format!("a stored step: {e}")))
             })
             .collect()
     }
@@ -304,13 +305,13 @@ pub(crate) fn load_items<K: ItemTable>(
     line: i64,
     seq: i64,
     count: i64,
-) -> Result<Vec<K::Item>, LoadItemsError> {
+) -> Result<Vec<K::Item>, LoadRowsError> {
     if count == 0 {
         return Ok(Vec::new());
     }
     let items = K::load(conn, line, seq, count)?;
     if items.len() as i64 != count {
-        return Err(LoadItemsError::Damaged(format!(
+        return Err(LoadRowsError::Damaged(format!(
             "{} {} of {count} found at line {line} seq {seq}",
             items.len(),
             K::NAME
@@ -319,11 +320,29 @@ pub(crate) fn load_items<K: ItemTable>(
     Ok(items)
 }
 
-/// Why items could not be loaded.
+/// Why the rows of a checkpoint (its items, its entries) could not be read back.
 #[derive(Debug)]
-pub(crate) enum LoadItemsError {
+pub(crate) enum LoadRowsError {
     /// The statement failed.
     Query(diesel::result::Error),
     /// What is stored does not add up or does not decode.
     Damaged(String),
+}
+
+impl LoadRowsError {
+    /// The error of loading checkpoint `id` (whose rows these are) from `backend`.
+    pub fn of_checkpoint(self, backend: Backend, id: &str) -> SqlError {
+        match self {
+            Self::Query(source) => SqlError::Query {
+                backend,
+                context: format!("loading checkpoint {id}"),
+                source,
+            },
+            Self::Damaged(message) => SqlError::Corrupt {
+                backend,
+                what: format!("checkpoint {id}"),
+                message,
+            },
+        }
+    }
 }

@@ -3,28 +3,13 @@
 
 use crate::checkpoint::checkpoint_row::{CheckpointRow, Place};
 use crate::checkpoint::entry_revisions;
-use crate::checkpoint::item_revisions::{load_items, LoadItemsError, Steps, Thoughts, ToolCalls};
-use crate::connection::{AnyConnection, Backend};
+use crate::checkpoint::item_revisions::{load_items, Steps, Thoughts, ToolCalls};
+use crate::connection::AnyConnection;
 use crate::error::{Result, SqlError};
 use crate::schema::checkpoints;
 use caf_core::format::Checkpoint;
 use caf_core::CheckpointId;
 use diesel::prelude::*;
-
-fn items_error(backend: Backend, what: &str, e: LoadItemsError) -> SqlError {
-    match e {
-        LoadItemsError::Query(source) => SqlError::Query {
-            backend,
-            context: format!("loading {what}"),
-            source,
-        },
-        LoadItemsError::Damaged(message) => SqlError::Corrupt {
-            backend,
-            what: what.to_string(),
-            message,
-        },
-    }
-}
 
 /// Loads a checkpoint in the open (read) transaction; `None` if there is none with this id.
 pub(crate) fn load_in_tx(
@@ -50,11 +35,11 @@ pub(crate) fn load_in_tx(
     let rest = row.rest().map_err(|d| damaged(d.0))?;
     let Place { line_id, seq } = row.place();
     let thoughts = load_items::<Thoughts>(conn, line_id, seq, row.thought_count)
-        .map_err(|e| items_error(backend, &what, e))?;
+        .map_err(|e| e.of_checkpoint(backend, id.as_str()))?;
     let calls = load_items::<ToolCalls>(conn, line_id, seq, row.call_count)
-        .map_err(|e| items_error(backend, &what, e))?;
+        .map_err(|e| e.of_checkpoint(backend, id.as_str()))?;
     let steps = load_items::<Steps>(conn, line_id, seq, row.step_count)
-        .map_err(|e| items_error(backend, &what, e))?;
+        .map_err(|e| e.of_checkpoint(backend, id.as_str()))?;
     let parts = entry_revisions::load(conn, line_id, seq, &rest.parts)
         .map_err(|e| e.of_checkpoint(backend, id.as_str()))?;
     let stored = row
