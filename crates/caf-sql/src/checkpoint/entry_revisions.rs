@@ -82,7 +82,6 @@ macro_rules! visible_entries {
             .order((entries::part.asc(), entries::position.asc()))
     };
 }
-pub(crate) use visible_entries;
 
 /// How many entries part `part` of a snapshot has.
 fn len_of(s: &Snapshot, part: &str) -> usize {
@@ -365,23 +364,36 @@ impl From<diesel::result::Error> for WriteError {
     }
 }
 
-/// Reads the entries visible at `seq` in `line`; `expected` are the counts per part.
+/// Reads the entries visible at `seq` in `line`, and where their revisions start (or why that
+/// does not add up: only a save continuing the checkpoint needs it); `expected` are the counts
+/// per part.
 pub(crate) fn load(
     conn: &mut AnyConnection,
     line: i64,
     seq: i64,
     expected: &BTreeMap<String, u64>,
-) -> Result<Parts, LoadRowsError> {
+) -> Result<(Parts, Result<EntrySince, String>), LoadRowsError> {
     let mut parts = Parts::default();
+    let mut since = Ok(EntrySince::default());
     if expected.values().all(|n| *n == 0) {
-        return Ok(parts);
+        return Ok((parts, since));
     }
-    let rows: Vec<(String, String)> = visible_entries!(line, seq)
-        .select((entries::part, entries::payload))
+    let rows: Vec<(String, i64, i64, String)> = visible_entries!(line, seq)
+        .select((
+            entries::part,
+            entries::position,
+            entries::from_seq,
+            entries::payload,
+        ))
         .load(conn)
         .map_err(LoadRowsError::Query)?;
     let mut found: BTreeMap<String, u64> = BTreeMap::new();
-    for (part, payload) in rows {
+    for (part, position, from_seq, payload) in rows {
+        if let Ok(known) = &mut since {
+            if let Err(m) = known.push(&part, position, from_seq) {
+                since = Err(format!("entries at line {line} seq {seq}: {m}"));
+            }
+        }
         let bad =
             |e: serde_json::Error| LoadRowsError::Damaged(format!("a stored {part} entry: {e}"));
         match part.as_str() {
@@ -425,7 +437,7 @@ pub(crate) fn load(
         )));
     }
     parts.pending_steps.reverse();
-    Ok(parts)
+    Ok((parts, since))
 }
 
 /// The task (`variables.task`, when a string) of the checkpoint at `seq` in `line`.

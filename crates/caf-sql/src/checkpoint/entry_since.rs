@@ -5,13 +5,9 @@
 //! `position`), one lookup each, so that no index of the current revisions has to be kept up
 //! on every save (migration `…_entries_closed_by_key`). The line's cached tip carries these
 //! seqs beside its snapshot ([`crate::checkpoint::line_cache::Tip`]); a tip read back from the
-//! database reads them with it ([`EntrySince::load`]).
+//! database reads them with its entries ([`crate::checkpoint::entry_revisions::load`]).
 
-use crate::checkpoint::entry_revisions::{visible_entries, PARTS};
-use crate::checkpoint::item_revisions::LoadRowsError;
-use crate::connection::AnyConnection;
-use crate::schema::entries;
-use diesel::prelude::*;
+use crate::checkpoint::entry_revisions::PARTS;
 
 /// The `from_seq` of the current revision at each position, by part (in [`PARTS`] order).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -45,36 +41,44 @@ impl EntrySince {
         }
     }
 
-    /// Reads them for the checkpoint at `seq` in `line`: the revisions visible there.
-    pub fn load(conn: &mut AnyConnection, line: i64, seq: i64) -> Result<Self, LoadRowsError> {
-        let rows: Vec<(String, i64, i64)> = visible_entries!(line, seq)
-            .select((entries::part, entries::position, entries::from_seq))
-            .load(conn)
-            .map_err(LoadRowsError::Query)?;
-        let mut since = Self::default();
-        for (part, position, from_seq) in rows {
-            let k = PARTS
-                .iter()
-                .position(|p| *p == part)
-                .ok_or_else(|| LoadRowsError::Damaged(format!("unknown entry part {part:?}")))?;
-            let positions = &mut since.0[k];
-            // In key order, the visible revisions of a part are at 0, 1, 2…: one each.
-            if usize::try_from(position).ok() != Some(positions.len()) {
-                return Err(LoadRowsError::Damaged(format!(
-                    "entries at line {line} seq {seq}: {part} position {position} where {} was \
-                     expected",
-                    positions.len()
-                )));
-            }
-            positions.push(from_seq);
+    /// Adds the revision visible at `position` of `part`, starting at `from_seq`: revisions come
+    /// in key order, so that a part's are at 0, 1, 2…, one each (else what is stored is
+    /// damaged, and the message says how).
+    pub fn push(&mut self, part: &str, position: i64, from_seq: i64) -> Result<(), String> {
+        let k = PARTS
+            .iter()
+            .position(|p| *p == part)
+            .ok_or_else(|| format!("unknown entry part {part:?}"))?;
+        let positions = &mut self.0[k];
+        if usize::try_from(position).ok() != Some(positions.len()) {
+            return Err(format!(
+                "{part} position {position} where {} was expected",
+                positions.len()
+            ));
         }
-        Ok(since)
+        positions.push(from_seq);
+        Ok(())
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn push_takes_each_part_in_position_order_and_says_what_does_not_add_up() {
+        let mut since = EntrySince::default();
+        since.push("variables", 0, 3).unwrap();
+        since.push("variables", 1, 7).unwrap();
+        since.push("history", 0, 1).unwrap();
+        assert_eq!(since.get(6, 1), Some(7));
+        assert_eq!(since.get(0, 0), Some(1));
+        assert_eq!(
+            since.push("variables", 3, 9).unwrap_err(),
+            "variables position 3 where 2 was expected"
+        );
+        assert!(since.push("nope", 0, 1).unwrap_err().contains("unknown"));
+    }
 
     #[test]
     fn advance_starts_the_written_positions_at_the_seq_and_drops_the_removed() {

@@ -3,6 +3,7 @@
 
 use crate::checkpoint::checkpoint_row::{CheckpointRow, Place};
 use crate::checkpoint::entry_revisions;
+use crate::checkpoint::entry_since::EntrySince;
 use crate::checkpoint::item_revisions::{load_items, Steps, Thoughts, ToolCalls};
 use crate::connection::AnyConnection;
 use crate::error::{Result, SqlError};
@@ -16,6 +17,31 @@ pub(crate) fn load_in_tx(
     conn: &mut AnyConnection,
     id: &CheckpointId,
 ) -> Result<Option<Checkpoint>> {
+    Ok(load_parts_in_tx(conn, id)?.map(|(c, _)| c))
+}
+
+/// [`load_in_tx`], with where the revisions of the checkpoint's entries start (for a save that
+/// continues it: see [`EntrySince`]); damage there is an error.
+pub(crate) fn load_with_since_in_tx(
+    conn: &mut AnyConnection,
+    id: &CheckpointId,
+) -> Result<Option<(Checkpoint, EntrySince)>> {
+    let Some((c, since)) = load_parts_in_tx(conn, id)? else {
+        return Ok(None);
+    };
+    let since = since.map_err(|message| SqlError::Corrupt {
+        backend: conn.backend(),
+        what: format!("checkpoint {id}"),
+        message,
+    })?;
+    Ok(Some((c, since)))
+}
+
+/// The checkpoint, and where the revisions of its entries start or why that does not add up.
+fn load_parts_in_tx(
+    conn: &mut AnyConnection,
+    id: &CheckpointId,
+) -> Result<Option<(Checkpoint, std::result::Result<EntrySince, String>)>> {
     let backend = conn.backend();
     let what = format!("checkpoint {id}");
     let damaged = |message: String| SqlError::Corrupt {
@@ -40,13 +66,13 @@ pub(crate) fn load_in_tx(
         .map_err(|e| e.of_checkpoint(backend, id.as_str()))?;
     let steps = load_items::<Steps>(conn, line_id, seq, row.step_count)
         .map_err(|e| e.of_checkpoint(backend, id.as_str()))?;
-    let parts = entry_revisions::load(conn, line_id, seq, &rest.parts)
+    let (parts, since) = entry_revisions::load(conn, line_id, seq, &rest.parts)
         .map_err(|e| e.of_checkpoint(backend, id.as_str()))?;
     let stored = row
         .into_checkpoint(rest, thoughts, calls, steps, parts)
         .map_err(|d| damaged(d.0))?;
     // A row written by an older caf holds an older format version: it loads as the current one.
     caf_core::format::upgrade(stored)
-        .map(Some)
+        .map(|c| Some((c, since)))
         .map_err(|e| damaged(e.to_string()))
 }

@@ -19,10 +19,9 @@
 use crate::checkpoint::append_pg;
 use crate::checkpoint::changes::Changes;
 use crate::checkpoint::checkpoint_row::{CheckpointRow, Place};
-use crate::checkpoint::entry_since::EntrySince;
 use crate::checkpoint::item_columns::ItemContext;
 use crate::checkpoint::line_cache::{LineCache, Tip};
-use crate::checkpoint::load::load_in_tx;
+use crate::checkpoint::load::load_with_since_in_tx;
 use crate::checkpoint::parent_lookup::lookup;
 use crate::columns::text;
 use crate::connection::{AnyConnection, Backend};
@@ -384,12 +383,10 @@ fn previous_snapshot(
     if let Some(tip) = cache.take(place, parent.as_str()) {
         return Ok(tip);
     }
-    let loaded = load_in_tx(conn, parent)?.ok_or_else(|| SqlError::NotFound {
-        what: "checkpoint",
-        id: parent.to_string(),
-    })?;
-    let backend = conn.backend();
-    let since = EntrySince::load(conn, place.line_id, place.seq)
-        .map_err(|e| e.of_checkpoint(backend, parent.as_str()))?;
+    let (loaded, since) =
+        load_with_since_in_tx(conn, parent)?.ok_or_else(|| SqlError::NotFound {
+            what: "checkpoint",
+            id: parent.to_string(),
+        })?;
     Ok(Tip::of(&loaded, place, since))
 }
