@@ -16,7 +16,7 @@ use crate::checkpoint::item_revisions::LoadRowsError;
 use crate::columns::{count, json, text};
 use crate::connection::AnyConnection;
 use crate::schema::entries;
-use crate::statement::fixed::{execute_groups, insert_rows, padded};
+use crate::statement::fixed::{execute_groups, insert_rows, padded, MAX_GROUPS};
 use crate::statement::{row, shape, Param};
 use caf_core::format::{JsonObject, Snapshot};
 use diesel::prelude::*;
@@ -171,7 +171,7 @@ row!(NewEntry<'_>, |r| [
 ]);
 
 /// A current revision that a save closes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy)]
 pub(crate) struct Closed {
     pub part: &'static str,
     pub position: i64,
@@ -249,7 +249,9 @@ impl<'a> EntryChanges<'a> {
     /// when a revision to close is not the current one the line's tip said.
     pub fn write(&self, conn: &mut AnyConnection, ctx: ItemContext<'_>) -> Result<(), WriteError> {
         let mut values = Vec::new();
-        for list in padded(&self.closed) {
+        // Each list is a chunk of the revisions, padded with copies of its last one (which close
+        // nothing more): the chunk is what must be closed.
+        for (list, chunk) in padded(&self.closed).zip(self.closed.chunks(MAX_GROUPS)) {
             values.clear();
             values.push(Param::Int(ctx.seq));
             for c in &list {
@@ -261,11 +263,8 @@ impl<'a> EntryChanges<'a> {
             }
             values.push(Param::Int(ctx.line_id));
             let closed = execute_groups::<CloseEntries>(conn, list.len(), &values)?;
-            // The list is padded with copies of its last triple, which close nothing more.
-            let mut distinct = list.clone();
-            distinct.dedup();
-            if closed != distinct.len() {
-                let said: Vec<String> = distinct
+            if closed != chunk.len() {
+                let said: Vec<String> = chunk
                     .iter()
                     .map(|c| match c.from_seq {
                         Some(from) => format!("{} {} from seq {from}", c.part, c.position),
@@ -274,7 +273,7 @@ impl<'a> EntryChanges<'a> {
                     .collect();
                 return Err(WriteError::Damaged(format!(
                     "{closed} of the {} entry revisions to close are current in line {}: {}",
-                    distinct.len(),
+                    chunk.len(),
                     ctx.line_id,
                     said.join(", ")
                 )));
