@@ -410,12 +410,20 @@ fn bench_measures_the_database_modes() {
         "sync_us",
         "sync_at_10_us",
         "sync_at_last_us",
+        "checksum_at_last_us",
     ] {
         assert!(
             sqlite[key].as_f64().is_some_and(|v| v > 0.0),
             "{key}: {sqlite}"
         );
     }
+    // The wait for the checksum is part of the SQL part (zero when it was there in time).
+    let wait = sqlite["sync_wait_at_last_us"].as_f64().unwrap();
+    assert!(
+        (0.0..=sqlite["sync_at_last_us"].as_f64().unwrap()).contains(&wait),
+        "{sqlite}"
+    );
+    assert!(out[0].get("checksum_at_last_us").is_none(), "{}", out[0]);
     assert!(sqlite["disk_bytes"].as_u64().unwrap() > 0);
     assert!(sqlite["whole_bytes"].as_u64().unwrap() > 0);
     assert_eq!(

@@ -57,6 +57,8 @@ pub struct SqlStore {
     last_flush_ns: std::sync::atomic::AtomicU64,
     /// How long the last save's transaction took, its flush excluded, in nanoseconds.
     last_write_ns: std::sync::atomic::AtomicU64,
+    /// How long the last save's transaction waited for its checksum, in nanoseconds.
+    last_wait_ns: std::sync::atomic::AtomicU64,
     /// How many save transactions this store committed (see [`SqlStore::write_transactions`]).
     write_transactions: std::sync::atomic::AtomicU64,
     /// Called after each flush of the log (see [`SqlStore::on_log_flush`]).
@@ -101,6 +103,7 @@ impl SqlStore {
             group,
             last_flush_ns: std::sync::atomic::AtomicU64::new(0),
             last_write_ns: std::sync::atomic::AtomicU64::new(0),
+            last_wait_ns: std::sync::atomic::AtomicU64::new(0),
             write_transactions: std::sync::atomic::AtomicU64::new(0),
             #[cfg(feature = "test-support")]
             log_flushed: std::sync::OnceLock::new(),
@@ -273,6 +276,15 @@ impl SqlStore {
         )
     }
 
+    /// Of [`last_write`](Self::last_write), how long the save waited for the checksum computed
+    /// beside its rows (zero when it had it before its rows needed it, or computed it itself
+    /// before the transaction), for benchmarks.
+    pub fn last_checksum_wait(&self) -> std::time::Duration {
+        std::time::Duration::from_nanos(
+            self.last_wait_ns.load(std::sync::atomic::Ordering::Relaxed),
+        )
+    }
+
     /// The redactor every save goes through (for a caller that encodes what it saves itself,
     /// as the benchmark does).
     pub fn redactor(&self) -> &Redactor {
@@ -310,7 +322,16 @@ impl SqlStore {
         // A helper that has not taken the job by now (no core free for it, or busy with other
         // checksums) would leave it to this thread at the end of the transaction, holding the
         // writers' turn: hash here instead, before the turn, as a save without a helper does.
-        let checksum = || Ok(pending.finish());
+        self.last_wait_ns
+            .store(0, std::sync::atomic::Ordering::Relaxed);
+        let checksum = || {
+            let waited = std::time::Instant::now();
+            let checksum = pending.finish();
+            let ns = u64::try_from(waited.elapsed().as_nanos()).unwrap_or(u64::MAX);
+            self.last_wait_ns
+                .store(ns, std::sync::atomic::Ordering::Relaxed);
+            Ok(checksum)
+        };
         let enc = if pending.started(HELPER_START) {
             Encoded::later(len, &checksum)
         } else {

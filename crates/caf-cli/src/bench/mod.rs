@@ -104,6 +104,14 @@ pub struct Figures {
     /// The database part of the last save of each execution, median.
     #[serde(skip_serializing_if = "Option::is_none")]
     sync_at_last_us: Option<f64>,
+    /// Of `sync_at_last_us`, the wait for the checksum computed beside the rows (SQLite),
+    /// median.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sync_wait_at_last_us: Option<f64>,
+    /// The SHA-256 of the last document of each execution, hashed alone on the bench's thread,
+    /// median: what that wait is bounded below by.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    checksum_at_last_us: Option<f64>,
     /// What storing every checkpoint whole would take (the sum of their encodings).
     whole_bytes: u64,
     /// Every append-floor measurement, for the peer's save/floor.
@@ -299,6 +307,16 @@ pub fn run(t: &Target, json: bool, a: &BenchArgs) -> CmdResult {
              log that follows the commit (--json: flush_us); PostgreSQL's commit includes the \
              server's flush"
         );
+    }
+    for f in &all {
+        if let (Some(wait), Some(hash)) = (f.sync_wait_at_last_us, f.checksum_at_last_us) {
+            crate::say!(
+                "{}: the last save's SQL part waited {wait:.0} µs for its checksum; the SHA-256 \
+                 of that document alone takes {hash:.0} µs ({})",
+                label(f),
+                output::bytes(f.checkpoint_bytes_last)
+            );
+        }
     }
     for f in all.iter().filter(|f| f.durability == Durability::Async) {
         crate::say!(

@@ -147,6 +147,7 @@ pub(super) fn measure(
     let (mut save, mut floor, mut sync) = (Vec::new(), Vec::new(), Vec::new());
     let mut append = Vec::new();
     let (mut sync_10, mut sync_last) = (Vec::new(), Vec::new());
+    let (mut wait_last, mut checksum_last) = (Vec::new(), Vec::new());
     let mut flushes = Vec::new();
     let mut execs = Vec::new();
     let (mut last_bytes, mut whole) = (0, 0);
@@ -192,6 +193,7 @@ pub(super) fn measure(
                     }
                     if s == steps as usize {
                         sync_last.push(us);
+                        wait_last.push(db.last_checksum_wait().as_secs_f64() * 1e6);
                     }
                     // The floor's bytes, untimed: what the store encoded (splicing as it does).
                     let redacted = db.redactor().redact_for(&c, db);
@@ -202,6 +204,12 @@ pub(super) fn measure(
             };
             last_bytes = bytes.len() as u64;
             whole += last_bytes;
+            if db.is_some() && s == steps as usize {
+                // What the last save's SQL part may wait for: the SHA-256 of the document alone.
+                let t = Instant::now();
+                std::hint::black_box(caf_core::format::integrity::digest(&[&bytes]));
+                checksum_last.push(micros(t));
+            }
             let target = floor_dir.join(format!("{id}.json"));
             let t = Instant::now();
             write_atomic(&target, None, &bytes, AtomicWriteOptions::default())?;
@@ -292,6 +300,8 @@ pub(super) fn measure(
         sync_us: opt(&mut sync),
         sync_at_10_us: opt(&mut sync_10),
         sync_at_last_us: opt(&mut sync_last),
+        sync_wait_at_last_us: opt(&mut wait_last),
+        checksum_at_last_us: opt(&mut checksum_last),
         flush_us: opt(&mut flushes),
         whole_bytes: whole,
         append_floor_samples: append,
