@@ -1,5 +1,6 @@
 //! [`JournaledStore`]: a hybrid store whose saves are durable after one append to a journal.
 
+use crate::hash_pace::HashPace;
 use crate::journal::{Held, Slot, Taken, DEFAULT_SLOT_BYTES, MIN_SLOT_BYTES};
 use crate::journal_marks::JournalMark;
 use crate::stager::FileBytes;
@@ -15,6 +16,7 @@ use std::borrow::Cow;
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
+use std::time::Instant;
 
 /// A redacted checkpoint and its bytes, journaled, for the writer thread, with the generation
 /// and number of its record.
@@ -42,6 +44,8 @@ struct Shared<F: Fs> {
     work: Condvar,
     /// Wakes those waiting for the writer (a job done).
     done: Condvar,
+    /// Whether a save hashes its file during its flush.
+    pace: HashPace,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -167,6 +171,7 @@ impl<F: Fs> JournaledStore<F> {
             }),
             work: Condvar::new(),
             done: Condvar::new(),
+            pace: HashPace::default(),
         });
         if held {
             let mut slot = lock(&shared.slot);
@@ -531,18 +536,35 @@ impl<F: Fs> CheckpointStore for JournaledStore<F> {
             .redact_and_encode_unsealed(checkpoint, self)?;
         let summary = CheckpointSummary::of(&redacted, unsealed.len() as u64);
         let mut slot = lock(&self.shared.slot);
-        if lock(&self.shared.queue).failed.is_some() {
+        let (failed, writer_behind) = {
+            let q = lock(&self.shared.queue);
+            (q.failed.is_some(), q.busy || !q.jobs.is_empty())
+        };
+        if failed {
             self.catch_up(&mut slot)?;
         }
-        // The writer needs its own copy of a checkpoint it was lent: made while the disk
-        // writes the record.
-        let mut copy = None;
-        let copy_lent = || {
+        // While the disk writes the record: the writer's own copy of a checkpoint it was lent;
+        // and the file's checksum when the writer is behind and the flush is long enough
+        // (see [`HashPace`]).
+        let pace = &self.shared.pace;
+        let hash_here = pace.hash_during_flush(unsealed.len(), writer_behind);
+        let (mut copy, mut checksum) = (None, None);
+        let meanwhile = || {
             if let Cow::Borrowed(lent) = &redacted {
                 copy = Some(Checkpoint::clone(lent));
             }
+            if hash_here {
+                let started = Instant::now();
+                checksum = Some(unsealed.compute_checksum());
+                pace.hashed(unsealed.len(), started.elapsed());
+            }
         };
-        let appended = match slot.append_then(unsealed.text(), copy_lent) {
+        let started = Instant::now();
+        let appended = match slot.append_then(unsealed.text(), meanwhile) {
+            Ok(Some(number)) => {
+                pace.appended(started.elapsed());
+                Ok(Some(number))
+            }
             Ok(None) if slot.holds_records() => {
                 // Full: emptied once the writer has written what it holds.
                 self.catch_up(&mut slot)?;
@@ -553,6 +575,10 @@ impl<F: Fs> CheckpointStore for JournaledStore<F> {
         };
         match appended.map_err(|e| Error::io(slot.path(), e))? {
             Some(number) => {
+                let mut unsealed = unsealed;
+                if let Some(checksum) = checksum {
+                    unsealed.keep_checksum(checksum);
+                }
                 let generation = slot.generation();
                 let owned = match redacted {
                     Cow::Owned(owned) => owned,
@@ -673,5 +699,45 @@ mod tests {
         waiter.join().unwrap();
         // The next call writes the journal's saves again; nothing was journaled here.
         lock(&store.shared.queue).failed = None;
+    }
+
+    /// A save that hashed its file during its flush (as under load) writes the same files and
+    /// rows as one whose writer hashed it: every file proves its checksum, and the database
+    /// agrees with the files.
+    #[test]
+    fn files_hashed_during_the_flush_are_the_files_the_writer_would_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}", dir.path().join("caf.db").display());
+        let hybrid = HybridStore::new(
+            FileStore::open(dir.path().join("files")).unwrap(),
+            SqlStore::open(&url).unwrap(),
+        )
+        .unwrap();
+        let store = JournaledStore::open(hybrid).unwrap();
+        store.shared.pace.always();
+        let manager = CheckpointManager::new(MemoryStore::new());
+        let mut state = RuntimeState::new("agent");
+        let mut saved = Vec::new();
+        for s in 1..=5 {
+            caf_core::workload::agent_run_step(&mut state, s).unwrap();
+            let options = CheckpointOptions::new(CheckpointReason::StepCompleted);
+            let checkpoint = manager.checkpoint(&mut state, options).unwrap();
+            store.save(&checkpoint).unwrap();
+            saved.push(checkpoint);
+        }
+        store.flush().unwrap();
+        assert!(
+            store.shared.pace.hashed_any(),
+            "no save hashed during its flush"
+        );
+        let files = FileStore::open(dir.path().join("files")).unwrap();
+        let sql = SqlStore::open(&url).unwrap();
+        for c in &saved {
+            let bytes = std::fs::read(files.path_of(&c.id)).unwrap();
+            assert_eq!(bytes, caf_core::format::encode(c).unwrap(), "{}", c.id);
+            let decoded = caf_core::format::decode(&bytes, &Limits::default()).unwrap();
+            assert_eq!(&decoded.checkpoint, c);
+            assert_eq!(&sql.load_checkpoint(&c.id).unwrap(), c);
+        }
     }
 }

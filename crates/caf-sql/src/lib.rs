@@ -175,6 +175,7 @@ mod executions;
 mod files;
 mod flusher;
 mod group_commit;
+mod hash_pace;
 mod hybrid;
 mod journal;
 mod journal_marks;

@@ -118,7 +118,11 @@ pub(super) fn encode_unsealed_into(
     integrity::write_canonical(&mut text, &Doc::of(ckpt)).map_err(|e| invalid(e.to_string()))?;
     let line = integrity::placeholder_line(&text)
         .ok_or_else(|| invalid("canonical text has no top-level integrity member".into()))?;
-    Ok(Unsealed { text, line })
+    Ok(Unsealed {
+        text,
+        line,
+        checksum: None,
+    })
 }
 
 /// A checkpoint's file bytes but for its checksum (see [`encode_unsealed`]).
@@ -127,6 +131,8 @@ pub struct Unsealed {
     text: Vec<u8>,
     /// Where the `integrity` line is (its newline included).
     line: std::ops::Range<usize>,
+    /// The checksum, once computed ([`Unsealed::compute_checksum`]).
+    checksum: Option<String>,
 }
 
 impl Unsealed {
@@ -149,14 +155,37 @@ impl Unsealed {
     /// hold the placeholder's line.
     pub fn from_text(text: Vec<u8>) -> Option<Self> {
         let line = integrity::placeholder_line(&text)?;
-        Some(Self { text, line })
+        Some(Self {
+            text,
+            line,
+            checksum: None,
+        })
+    }
+
+    /// The checksum of the canonical text (everything but the `integrity` line): what
+    /// [`seal`](Self::seal) writes. Computed here, by a caller that has time for it now (a
+    /// journal's save, while the disk writes its record), and given back with
+    /// [`keep_checksum`](Self::keep_checksum) so that sealing does not hash again.
+    pub fn compute_checksum(&self) -> String {
+        let Self { text, line, .. } = self;
+        integrity::digest(&[&text[..line.start], &text[line.end..]])
+    }
+
+    /// Keeps `checksum`, which [`compute_checksum`](Self::compute_checksum) gave for these
+    /// bytes, for [`seal`](Self::seal).
+    pub fn keep_checksum(&mut self, checksum: String) {
+        debug_assert_eq!(checksum, self.compute_checksum());
+        self.checksum = Some(checksum);
     }
 
     /// Hashes the canonical text (everything but the `integrity` line) and writes the checksum
     /// in place of the placeholder: the file's bytes.
     pub fn seal(self) -> Vec<u8> {
-        let Self { mut text, line } = self;
-        let digest = integrity::digest(&[&text[..line.start], &text[line.end..]]);
+        let digest = match &self.checksum {
+            Some(kept) => kept.clone(),
+            None => self.compute_checksum(),
+        };
+        let Self { mut text, line, .. } = self;
         integrity::fill_placeholder(&mut text[line], &digest);
         text
     }
@@ -166,7 +195,7 @@ impl Unsealed {
     /// store, which writes its rows meanwhile). Wake the helper first, before encoding, with
     /// [`prepare_checksum_beside`]: waking it takes longer than a small document's hash.
     pub fn checksum_beside(self) -> PendingChecksum {
-        let Self { text, line } = self;
+        let Self { text, line, .. } = self;
         PendingChecksum(beside::start(&std::sync::Arc::new(text), line))
     }
 }
@@ -464,6 +493,22 @@ mod tests {
         assert_eq!(d.checkpoint, c);
         assert_eq!(d.source_version, CURRENT_VERSION);
         assert_eq!(encode(&d.checkpoint).unwrap(), bytes);
+    }
+
+    #[test]
+    fn a_checksum_computed_before_sealing_seals_the_same_bytes() {
+        let c = full();
+        let unsealed = encode_unsealed(&c, 0).unwrap();
+        let checksum = unsealed.compute_checksum();
+        let sealed = encode(&c).unwrap();
+        assert_eq!(
+            Some(checksum.as_str()),
+            crate::store::stated_integrity(&sealed).as_deref()
+        );
+        let mut kept = unsealed.clone();
+        kept.keep_checksum(checksum);
+        assert_eq!(kept.seal(), sealed);
+        assert_eq!(unsealed.seal(), sealed);
     }
 
     #[test]
