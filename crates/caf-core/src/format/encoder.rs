@@ -44,6 +44,9 @@ thread_local! {
     static ACTIVE: RefCell<Option<Items>> = const { RefCell::new(None) };
 }
 
+/// The least room an encoding is given (a first encoding, of an execution not seen before).
+const MIN_BUFFER: usize = 16 * 1024;
+
 /// Encodes checkpoints as [`super::encode`] does, remembering the text of their thoughts and
 /// tool calls (see the module docs). One per store; not shared between threads at once.
 #[derive(Debug)]
@@ -95,11 +98,13 @@ impl Encoder {
             }
             None => Items::default(),
         };
-        // Room for a little growth: the next thought and tool call.
-        let need = (items.len + items.len / 8).max(16 * 1024);
-        if text.capacity() < need {
-            // Growing it would copy its old bytes.
-            text = Vec::with_capacity(need);
+        // This encoding is about as long as the execution's last, plus a thought and a tool
+        // call: a buffer with that much room serves (growing one would copy its bytes). A new
+        // one gets a quarter more, so that it serves the saves after this one too once given
+        // back (with only the room this one needs, a buffer given back was always a little too
+        // small for the next, longer encoding, and every save took fresh pages).
+        if text.capacity() < (items.len + items.len / 16).max(MIN_BUFFER) {
+            text = Vec::with_capacity((items.len + items.len / 4).max(MIN_BUFFER));
         }
         ACTIVE.with(|a| *a.borrow_mut() = Some(items));
         let bytes = encode_unsealed_into(ckpt, text);
@@ -222,6 +227,31 @@ mod tests {
     use crate::workload::agent_run_step;
     use crate::{CheckpointManager, MemoryStore, RuntimeState};
     use std::sync::Arc;
+
+    #[test]
+    fn a_buffer_given_back_serves_the_next_longer_encoding_of_its_execution() {
+        let m = CheckpointManager::new(Arc::new(MemoryStore::new()));
+        let mut encoder = Encoder::default();
+        let mut state = RuntimeState::new("agent");
+        let (mut given, mut fresh) = (Vec::new(), Vec::new());
+        for s in 1..=30 {
+            agent_run_step(&mut state, s).unwrap();
+            let options =
+                crate::CheckpointOptions::new(crate::format::CheckpointReason::StepCompleted);
+            let c = m.checkpoint(&mut state, options).unwrap();
+            let at = given.as_ptr();
+            let bytes = encoder.encode_unsealed_into(&c, given).unwrap().seal();
+            assert_eq!(bytes, encode(&c).unwrap());
+            if bytes.as_ptr() != at {
+                fresh.push(s);
+            }
+            given = bytes;
+        }
+        // A buffer made for one save, given back, holds the next ones, each longer by a step:
+        // a new one only now and then (it was every save when a buffer had room for the save
+        // it was made for and no more).
+        assert!(fresh.len() <= 6, "new buffers at steps {fresh:?}");
+    }
 
     #[test]
     fn encodes_exactly_as_encode_does_as_items_grow_change_and_vanish() {

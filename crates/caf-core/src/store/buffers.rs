@@ -5,15 +5,19 @@
 //! thread (a journal's writer, a hybrid store's stager), such a buffer kept coming from pages
 //! the allocator had just taken from the kernel, each cleared on its first touch: `perf` showed
 //! a fifth of the CPU of eight default-mode writers clearing pages (docs/benchmarks.md). A
-//! store keeps a few of the buffers its writers are done with and encodes into them.
+//! store keeps the buffers its writers are done with and encodes into them: up to sixteen, so
+//! that a journal's writer that is behind (several saves queued, each holding its buffer) gives
+//! back enough for the saves that come meanwhile (with four, eight writers still spent a tenth
+//! of their encoding in page faults), and at most 16 MiB in all.
 
 use std::sync::Mutex;
 
 /// How many buffers are kept.
-const KEPT: usize = 4;
-/// The largest buffer kept (so a store holds at most 16 MiB this way): a store that once wrote
-/// a huge checkpoint does not hold its memory.
+const KEPT: usize = 16;
+/// The largest buffer kept: a store that once wrote a huge checkpoint does not hold its memory.
 const MAX_KEPT: usize = 4 << 20;
+/// The most memory the kept buffers hold together.
+const KEPT_BYTES: usize = 16 << 20;
 
 /// Buffers given back, in no order.
 #[derive(Debug, Default)]
@@ -29,7 +33,7 @@ impl Buffers {
     }
 
     /// Keeps `bytes`'s memory for a later [`Buffers::take`] (in place of the smallest kept
-    /// when enough are), unless it is too large.
+    /// when enough are, or when they would hold too much together), unless it is too large.
     pub(crate) fn give_back(&self, mut bytes: Vec<u8>) {
         if bytes.capacity() == 0 || bytes.capacity() > MAX_KEPT {
             return;
@@ -37,10 +41,12 @@ impl Buffers {
         bytes.clear();
         // Declared after `bytes`: unlocked before a buffer not kept is freed.
         let mut kept = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        if kept.len() < KEPT {
+        let held: usize = kept.iter().map(Vec::capacity).sum();
+        if kept.len() < KEPT && held + bytes.capacity() <= KEPT_BYTES {
             kept.push(bytes);
         } else if let Some(smallest) = kept.iter_mut().min_by_key(|b| b.capacity()) {
-            if smallest.capacity() < bytes.capacity() {
+            let instead = held - smallest.capacity() + bytes.capacity();
+            if smallest.capacity() < bytes.capacity() && instead <= KEPT_BYTES {
                 std::mem::swap(smallest, &mut bytes);
             }
         }
@@ -81,6 +87,19 @@ mod tests {
         // The largest first; the larger buffer took a small one's place.
         assert_eq!(kept.len(), KEPT);
         assert!(kept[0] >= 4096 && kept[1..].iter().all(|&c| (64..4096).contains(&c)));
+    }
+
+    #[test]
+    fn the_buffers_kept_hold_a_bounded_memory_in_all() {
+        let buffers = Buffers::default();
+        for _ in 0..KEPT {
+            buffers.give_back(Vec::with_capacity(MAX_KEPT));
+        }
+        let kept: Vec<usize> = std::iter::from_fn(|| Some(buffers.take().capacity()))
+            .take_while(|&c| c > 0)
+            .collect();
+        assert_eq!(kept.len(), KEPT_BYTES / MAX_KEPT);
+        assert!(kept.iter().sum::<usize>() <= KEPT_BYTES);
     }
 
     #[test]
