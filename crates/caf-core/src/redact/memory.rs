@@ -81,27 +81,34 @@ pub(super) fn list<T: Clone + Same>(
     out.map(|o| (o, count))
 }
 
-/// The members of an object, by key.
+/// The members of an object, by key. The memory is kept in place: a member remembered keeps
+/// its key's string, only a new member's key is copied, and members gone from the object are
+/// forgotten.
 pub(super) fn members(
     memory: &mut HashMap<String, Seen<Value>>,
     map: &serde_json::Map<String, Value>,
     redact: impl Fn(&str, &Value) -> Option<(Value, u64)>,
 ) -> Option<(serde_json::Map<String, Value>, u64)> {
-    let mut kept = HashMap::with_capacity(map.len());
     let mut out: Option<serde_json::Map<String, Value>> = None;
     let mut count = 0;
     for (key, value) in map {
-        let mut seen = memory.remove(key);
+        let (kept_key, mut seen) = match memory.remove_entry(key) {
+            Some((k, s)) => (Some(k), Some(s)),
+            None => (None, None),
+        };
         if let Some((redacted, n)) = through(&mut seen, value, |v| redact(key, v)) {
             out.get_or_insert_with(|| map.clone())
                 .insert(key.clone(), redacted);
             count += n;
         }
         if let Some(seen) = seen {
-            kept.insert(key.clone(), seen);
+            memory.insert(kept_key.unwrap_or_else(|| key.clone()), seen);
         }
     }
-    *memory = kept;
+    // Every member of the object is remembered now: anything more is of members gone.
+    if memory.len() > map.len() {
+        memory.retain(|k, _| map.contains_key(k));
+    }
     out.map(|o| (o, count))
 }
 

@@ -226,3 +226,17 @@ fn remembers_at_most_its_capacity() {
     }
     assert_eq!(r.memory.lock().unwrap().len(), EXECUTIONS);
 }
+
+/// An object's members are remembered in place: after a redaction, the memory holds the
+/// members of the object last seen, and no others.
+#[test]
+fn the_members_remembered_are_those_of_the_object_last_seen() {
+    let mut memory = std::collections::HashMap::new();
+    let object = |v: serde_json::Value| v.as_object().cloned().unwrap();
+    let clean = |_: &str, _: &serde_json::Value| None;
+    memory::members(&mut memory, &object(json!({"a": 1, "b": 2})), clean);
+    memory::members(&mut memory, &object(json!({"b": 2, "c": 3})), clean);
+    let mut keys: Vec<&str> = memory.keys().map(String::as_str).collect();
+    keys.sort_unstable();
+    assert_eq!(keys, ["b", "c"]);
+}
