@@ -100,11 +100,13 @@ impl Encoder {
         };
         // This encoding is about as long as the execution's last, plus a thought and a tool
         // call: a buffer with that much room serves (growing one would copy its bytes). A new
-        // one gets a quarter more, so that it serves the saves after this one too once given
-        // back (with only the room this one needs, a buffer given back was always a little too
-        // small for the next, longer encoding, and every save took fresh pages).
+        // one gets twice the room, so that once given back it serves the saves that follow
+        // until their encodings have nearly doubled (with only the room this one needs, a
+        // buffer given back was always a little too small for the next, longer encoding, and
+        // every save took fresh pages; with a quarter more, eight writers whose writers were
+        // behind still took a new buffer for half their saves).
         if text.capacity() < (items.len + items.len / 16).max(MIN_BUFFER) {
-            text = Vec::with_capacity((items.len + items.len / 4).max(MIN_BUFFER));
+            text = Vec::with_capacity((items.len * 2).max(MIN_BUFFER));
         }
         ACTIVE.with(|a| *a.borrow_mut() = Some(items));
         let bytes = encode_unsealed_into(ckpt, text);
