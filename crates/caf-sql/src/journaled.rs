@@ -653,18 +653,23 @@ mod tests {
     use caf_core::{FileStore, RuntimeState};
     use std::time::Duration;
 
+    /// A journaled store in `dir` (files in `files/`), and its database's URL.
+    fn journaled_in(dir: &std::path::Path) -> (JournaledStore, String) {
+        let url = format!("sqlite://{}", dir.join("caf.db").display());
+        let hybrid = HybridStore::new(
+            FileStore::open(dir.join("files")).unwrap(),
+            SqlStore::open(&url).unwrap(),
+        )
+        .unwrap();
+        (JournaledStore::open(hybrid).unwrap(), url)
+    }
+
     /// A save queued after the writer failed is dropped from the queue by the writer (the
     /// journal keeps it): whoever waits for the queue to empty meanwhile is woken.
     #[test]
     fn a_caller_waiting_for_the_queue_is_woken_when_a_failed_writer_drops_it() {
         let dir = tempfile::tempdir().unwrap();
-        let url = format!("sqlite://{}", dir.path().join("caf.db").display());
-        let hybrid = HybridStore::new(
-            FileStore::open(dir.path().join("files")).unwrap(),
-            SqlStore::open(&url).unwrap(),
-        )
-        .unwrap();
-        let store = JournaledStore::open(hybrid).unwrap();
+        let (store, _) = journaled_in(dir.path());
         let manager = CheckpointManager::new(MemoryStore::new());
         let mut state = RuntimeState::new("agent");
         let options = CheckpointOptions::new(CheckpointReason::Manual);
@@ -707,13 +712,7 @@ mod tests {
     #[test]
     fn files_hashed_during_the_flush_are_the_files_the_writer_would_write() {
         let dir = tempfile::tempdir().unwrap();
-        let url = format!("sqlite://{}", dir.path().join("caf.db").display());
-        let hybrid = HybridStore::new(
-            FileStore::open(dir.path().join("files")).unwrap(),
-            SqlStore::open(&url).unwrap(),
-        )
-        .unwrap();
-        let store = JournaledStore::open(hybrid).unwrap();
+        let (store, url) = journaled_in(dir.path());
         store.shared.pace.always();
         let manager = CheckpointManager::new(MemoryStore::new());
         let mut state = RuntimeState::new("agent");
