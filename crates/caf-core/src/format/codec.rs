@@ -180,9 +180,9 @@ impl Unsealed {
 
     /// Hashes the canonical text (everything but the `integrity` line) and writes the checksum
     /// in place of the placeholder: the file's bytes.
-    pub fn seal(self) -> Vec<u8> {
-        let digest = match &self.checksum {
-            Some(kept) => kept.clone(),
+    pub fn seal(mut self) -> Vec<u8> {
+        let digest = match self.checksum.take() {
+            Some(kept) => kept,
             None => self.compute_checksum(),
         };
         let Self { mut text, line, .. } = self;
