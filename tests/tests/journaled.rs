@@ -121,11 +121,40 @@ fn after_a_crash_the_journal_brings_back_every_acknowledged_save() {
     let bytes = encode(torn).unwrap();
     std::fs::write(&path, &bytes[..bytes.len() / 2]).unwrap();
 
+    // The saves lost were journaled as deltas against their execution's save before.
+    let kinds = record_kinds(&dir.path().join("files/.caf/journal/slot-0"));
+    assert_eq!(kinds.len(), run.len());
+    let whole = kinds.iter().filter(|k| *k == b"cafr").count();
+    assert_eq!(whole, 2, "each execution's first save whole: {kinds:?}");
+    assert!(
+        kinds[kinds.len() - lost..].iter().all(|k| k == b"cafd"),
+        "{kinds:?}"
+    );
+
     let store = journaled(dir.path());
     assert_eq!(store.replayed(), lost);
     assert_all_there(&store, &run);
     drop(store);
     assert_eq!(journaled(dir.path()).replayed(), 0);
+}
+
+/// The kind of each record in a journal slot (`cafr` a save's text, `cafd` a delta): records
+/// start at 4 KiB, each a 32-byte header (its magic, then its payload's length) and the
+/// payload, at multiples of 8; the first header of the wrong magic ends them.
+fn record_kinds(slot: &Path) -> Vec<[u8; 4]> {
+    let journal = std::fs::read(slot).unwrap();
+    let mut at = 4096;
+    let mut kinds = Vec::new();
+    while at + 32 <= journal.len() {
+        let kind: [u8; 4] = journal[at..at + 4].try_into().unwrap();
+        if &kind != b"cafr" && &kind != b"cafd" {
+            break;
+        }
+        kinds.push(kind);
+        let len = u32::from_le_bytes(journal[at + 4..at + 8].try_into().unwrap());
+        at = (at + 32 + len as usize).next_multiple_of(8);
+    }
+    kinds
 }
 
 /// A record cut off by the power loss was never acknowledged: it is not applied, and every
@@ -136,15 +165,17 @@ fn a_torn_last_record_is_not_applied_and_those_before_it_are() {
     let run = agent_run(1, 8);
     save_and_crash(dir.path(), &run);
     lose(dir.path(), &run[4..], Some(4));
-    // Tear the last record: records start at 4 KiB, each a 32-byte header and the bytes, at
-    // multiples of 8.
-    let mut at = 4096u64;
-    for c in &run[..run.len() - 1] {
-        at = (at + 32 + encode(c).unwrap().len() as u64).next_multiple_of(8);
-    }
+    // Tear the last record: records start at 4 KiB, each a 32-byte header (its payload's
+    // length at bytes 4..8) and the payload (the save's text, or a delta against an earlier
+    // one), at multiples of 8.
     let slot = dir.path().join("files/.caf/journal/slot-0");
     let mut journal = std::fs::read(&slot).unwrap();
-    let middle = (at + 32 + 100) as usize;
+    let len_at = |at: usize| u32::from_le_bytes(journal[at + 4..at + 8].try_into().unwrap());
+    let mut at = 4096;
+    for _ in &run[..run.len() - 1] {
+        at = (at + 32 + len_at(at) as usize).next_multiple_of(8);
+    }
+    let middle = at + 32 + len_at(at) as usize / 2;
     journal[middle] ^= 0xff;
     std::fs::write(&slot, &journal).unwrap();
 

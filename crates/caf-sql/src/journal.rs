@@ -2,15 +2,22 @@
 //!
 //! A **slot** is a file under `DIR/.caf/journal/` that one store at a time holds, locked. Its
 //! first 4 KiB are a header (a generation number, drawn anew each time the slot is emptied);
-//! then come **records**, one per save: the save's encoded bytes (the checksum not yet
-//! computed, see [`caf_core::format::Unsealed`]) behind a 32-byte header holding their length,
-//! the generation, the record's number and a CRC-32 of all that. A slot is written in full
-//! with zeros when it is made, so that appending a record changes no metadata and its
-//! `fdatasync` writes the record alone, as SQLite's reused write-ahead log does.
+//! then come **records**, one per save, behind a 32-byte header holding their length, the
+//! generation, the record's number and a CRC-32 of all that. A record is either the save's
+//! encoded bytes (the checksum not yet computed, see [`caf_core::format::Unsealed`]), or, when
+//! the slot holds an earlier save of the same execution, a **delta**: the number of that
+//! earlier record and how the text differs from its text ([`crate::journal_delta`]), a few KB
+//! where the text is a hundred or more. A slot is written in full with zeros when it is made,
+//! so that appending a record changes no metadata and its `fdatasync` writes the record alone,
+//! as SQLite's reused write-ahead log does.
 //!
 //! Reading a slot back keeps the records of its generation numbered 0, 1, 2… up to the first
 //! one that is missing, torn or of an older generation: exactly the saves appended since the
-//! slot was last emptied, an append cut off by a power loss excepted.
+//! slot was last emptied, an append cut off by a power loss excepted. Each delta is rebuilt
+//! against the text of the record it names, which comes before it; a delta that does not
+//! rebuild exactly its text (its own CRC-32) makes reading the slot fail, and nothing in it is
+//! applied or emptied. The texts a slot's records rebuild add up to at most four times its
+//! size: reading one back holds no more than that.
 
 use caf_core::store::{write_all, Fs};
 use std::fs::File;
@@ -34,6 +41,14 @@ fn max_record() -> u64 {
 const HEADER: u64 = 4096;
 const MAGIC: &[u8; 8] = b"cafjrnl1";
 const RECORD_MAGIC: &[u8; 4] = b"cafr";
+/// The magic of a record that is a delta against an earlier one.
+const DELTA_MAGIC: &[u8; 4] = b"cafd";
+/// The texts of a slot's records add up to at most this many times its size.
+const TEXT_PER_SLOT_BYTE: u64 = 4;
+/// How many executions' last text a slot keeps, to journal their next save as a delta.
+const BASES: usize = 32;
+/// The most bytes of text a slot keeps for that.
+const BASES_BYTES: usize = 32 << 20;
 /// A record's header: magic, length, generation, number, CRC-32, padding.
 const RECORD: u64 = 32;
 
@@ -59,6 +74,19 @@ pub(crate) struct Slot<F: Fs> {
     /// Emptying it failed: the header on disk may state another generation than the records
     /// would carry, so nothing is appended until it is emptied.
     broken: bool,
+    /// The bytes of text its records (of this generation) stand for, deltas rebuilt.
+    texts: u64,
+    /// The last text journaled for each of the executions saved last, in this generation:
+    /// least recently saved first.
+    bases: Vec<Base>,
+}
+
+/// A record's text, kept to journal the next save of its execution as a delta against it.
+#[derive(Debug)]
+struct Base {
+    key: String,
+    number: u64,
+    text: Vec<u8>,
 }
 
 /// The slots a store took when it opened.
@@ -168,6 +196,8 @@ impl<F: Fs> Slot<F> {
             next: 0,
             at: HEADER,
             broken: false,
+            texts: 0,
+            bases: Vec::new(),
         }
     }
 
@@ -295,6 +325,8 @@ impl<F: Fs> Slot<F> {
         write_all(&self.fs, &self.file, &self.path, &header)?;
         self.next = 0;
         self.at = HEADER;
+        self.texts = 0;
+        self.bases.clear();
         Ok(())
     }
 
@@ -308,24 +340,56 @@ impl<F: Fs> Slot<F> {
         Ok(())
     }
 
-    /// The records of the slot's generation, in order; the slot then appends after them.
+    /// The texts of the slot's generation's records, in order, deltas rebuilt; the slot then
+    /// appends after them. An error if a delta does not rebuild its text.
     pub(crate) fn read(&mut self) -> io::Result<Vec<Vec<u8>>> {
         self.next = 0;
         self.at = HEADER;
+        self.texts = 0;
+        self.bases.clear();
         if self.generation_read().is_none() {
             // Never written in full, or cut off while being emptied: nothing in it counts.
             self.empty()?;
             return Ok(Vec::new());
         }
-        let mut records = Vec::new();
-        while let Some(record) = self.read_record()? {
-            records.push(record);
+        let mut texts: Vec<Vec<u8>> = Vec::new();
+        while let Some((delta, payload)) = self.read_record()? {
+            let number = texts.len();
+            let text = if delta {
+                let bad = |why: String| {
+                    io::Error::new(
+                        io::ErrorKind::InvalidData,
+                        format!("journal record {number} cannot be rebuilt: {why}"),
+                    )
+                };
+                let (head, ops) = payload
+                    .split_at_checked(8)
+                    .ok_or_else(|| bad("cut short".into()))?;
+                let base = u64::from_le_bytes(head.try_into().unwrap_or_default());
+                let base = usize::try_from(base)
+                    .ok()
+                    .and_then(|b| texts.get(b))
+                    .ok_or_else(|| bad(format!("its base, record {base}, is not before it")))?;
+                crate::journal_delta::apply(base, ops, max_record())
+                    .map_err(|e| bad(e.to_string()))?
+            } else {
+                payload
+            };
+            self.texts += text.len() as u64;
+            if self.texts > self.size.saturating_mul(TEXT_PER_SLOT_BYTE) {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!("journal record {number}: the records' texts exceed four times the slot's size"),
+                ));
+            }
+            texts.push(text);
         }
-        Ok(records)
+        Ok(texts)
     }
 
-    /// The record at the end of those read so far, if it is whole and the next one.
-    fn read_record(&mut self) -> io::Result<Option<Vec<u8>>> {
+    /// The record at the end of those read so far, if it is whole and the next one: whether it
+    /// is a delta, and its payload.
+    fn read_record(&mut self) -> io::Result<Option<(bool, Vec<u8>)>> {
         if self.at + RECORD > self.size {
             return Ok(None);
         }
@@ -337,7 +401,8 @@ impl<F: Fs> Slot<F> {
             head[4..8].try_into().unwrap_or_default(),
         ));
         let crc = u32::from_le_bytes(head[24..28].try_into().unwrap_or_default());
-        if &head[..4] != RECORD_MAGIC
+        let delta = &head[..4] == DELTA_MAGIC;
+        if (&head[..4] != RECORD_MAGIC && !delta)
             || word(8) != self.generation
             || word(16) != self.next
             || len > max_record()
@@ -354,7 +419,7 @@ impl<F: Fs> Slot<F> {
             return Ok(None);
         }
         self.advance(len);
-        Ok(Some(payload))
+        Ok(Some((delta, payload)))
     }
 
     fn advance(&mut self, len: u64) {
@@ -362,19 +427,25 @@ impl<F: Fs> Slot<F> {
         self.next += 1;
     }
 
-    /// Appends `payload` as the next record and flushes it: its number, or `None` (nothing
+    /// Appends `text` as the next record and flushes it: its number, or `None` (nothing
     /// written) when the slot has no room for it.
-    pub(crate) fn append(&mut self, payload: &[u8]) -> io::Result<Option<u64>> {
-        self.append_then(payload, || {})
+    #[cfg(test)]
+    pub(crate) fn append(&mut self, text: &[u8]) -> io::Result<Option<u64>> {
+        self.append_then(None, text, || {})
     }
 
     /// [`append`](Self::append), running `meanwhile` once the record is written, while the
     /// disk writes it (the kernel is asked to start at once), before the flush that makes it
     /// durable: a caller's work that does not depend on the flush costs it no time. Not run
     /// when there is no room (nothing written) or the write fails.
+    ///
+    /// With a `key` (the save's execution), the record is a delta against the last text
+    /// appended with that key in this generation, when there is one and the delta is less than
+    /// half the text; the text is kept (copied while the disk writes) for the next.
     pub(crate) fn append_then(
         &mut self,
-        payload: &[u8],
+        key: Option<&str>,
+        text: &[u8],
         meanwhile: impl FnOnce(),
     ) -> io::Result<Option<u64>> {
         if self.broken {
@@ -382,13 +453,35 @@ impl<F: Fs> Slot<F> {
             // appended since.
             self.empty()?;
         }
-        let len = payload.len() as u64;
-        if len > max_record() || self.at + RECORD + len > self.size {
+        let len = text.len() as u64;
+        if len > max_record() || self.texts + len > self.size.saturating_mul(TEXT_PER_SLOT_BYTE) {
+            return Ok(None);
+        }
+        let base = key
+            .and_then(|k| self.bases.iter().position(|b| b.key == k))
+            .map(|at| self.bases.remove(at));
+        let delta = base.as_ref().and_then(|b| {
+            let ops = crate::journal_delta::encode(&b.text, text)?;
+            let mut payload = Vec::with_capacity(8 + ops.len());
+            payload.extend_from_slice(&b.number.to_le_bytes());
+            payload.extend_from_slice(&ops);
+            Some(payload)
+        });
+        let payload = delta.as_deref().unwrap_or(text);
+        let plen = payload.len() as u64;
+        if self.at + RECORD + plen > self.size {
+            if let Some(b) = base {
+                self.bases.push(b);
+            }
             return Ok(None);
         }
         let mut head = [0u8; RECORD as usize];
-        head[..4].copy_from_slice(RECORD_MAGIC);
-        head[4..8].copy_from_slice(&(len as u32).to_le_bytes());
+        head[..4].copy_from_slice(if delta.is_some() {
+            DELTA_MAGIC
+        } else {
+            RECORD_MAGIC
+        });
+        head[4..8].copy_from_slice(&(plen as u32).to_le_bytes());
         head[8..16].copy_from_slice(&self.generation.to_le_bytes());
         head[16..24].copy_from_slice(&self.next.to_le_bytes());
         let mut hasher = crc32fast::Hasher::new();
@@ -396,14 +489,37 @@ impl<F: Fs> Slot<F> {
         hasher.update(payload);
         head[24..28].copy_from_slice(&hasher.finalize().to_le_bytes());
         self.file.seek(SeekFrom::Start(self.at))?;
-        write_all(&self.fs, &self.file, &self.path, &head)?;
-        write_all(&self.fs, &self.file, &self.path, payload)?;
+        if delta.is_some() {
+            // Small: in one write.
+            let mut record = Vec::with_capacity(head.len() + payload.len());
+            record.extend_from_slice(&head);
+            record.extend_from_slice(payload);
+            write_all(&self.fs, &self.file, &self.path, &record)?;
+        } else {
+            write_all(&self.fs, &self.file, &self.path, &head)?;
+            write_all(&self.fs, &self.file, &self.path, payload)?;
+        }
         self.fs
-            .start_writing(&self.file, &self.path, self.at, RECORD + len);
+            .start_writing(&self.file, &self.path, self.at, RECORD + plen);
         meanwhile();
+        // The next save's base, copied while the disk writes (into the last one's memory).
+        let kept = key.filter(|_| text.len() <= BASES_BYTES).map(|k| {
+            let mut kept = base.map(|b| b.text).unwrap_or_default();
+            kept.clear();
+            kept.extend_from_slice(text);
+            (k.to_owned(), kept)
+        });
         self.fs.sync_data(&self.file, &self.path)?;
         let number = self.next;
-        self.advance(len);
+        self.advance(plen);
+        self.texts += len;
+        if let Some((key, text)) = kept {
+            self.bases.push(Base { key, number, text });
+            let mut bytes: usize = self.bases.iter().map(|b| b.text.len()).sum();
+            while self.bases.len() > BASES || bytes > BASES_BYTES {
+                bytes -= self.bases.remove(0).text.len();
+            }
+        }
         Ok(Some(number))
     }
 
@@ -517,7 +633,7 @@ mod tests {
         let payload = record(5);
         let mut seen = Vec::new();
         let number = ours
-            .append_then(&payload, || seen.push(std::fs::read(&path).unwrap()))
+            .append_then(None, &payload, || seen.push(std::fs::read(&path).unwrap()))
             .unwrap();
         assert_eq!(number, Some(0));
         assert_eq!(seen.len(), 1, "run once");
@@ -530,7 +646,7 @@ mod tests {
         // No room: nothing written, and the work is not run.
         let big = vec![7u8; (DEFAULT_SLOT_BYTES - HEADER - 2 * RECORD) as usize];
         let mut ran = false;
-        assert_eq!(ours.append_then(&big, || ran = true).unwrap(), None);
+        assert_eq!(ours.append_then(None, &big, || ran = true).unwrap(), None);
         assert!(!ran);
         drop(t);
         assert_eq!(records(&take(dir.path())), vec![payload]);
@@ -638,5 +754,135 @@ mod tests {
         let big = vec![1u8; (max_record() + 1) as usize];
         assert!(ours.append(&big).unwrap().is_none());
         assert!(ours.append(&record(1)).unwrap().is_some());
+    }
+
+    /// A text like a checkpoint's after `step` steps: lines, growing by a few each step.
+    fn text(exec: &str, step: usize) -> Vec<u8> {
+        let mut t =
+            format!("{{\n  \"execution\": \"{exec}\",\n  \"step\": {step},\n  \"items\": [\n");
+        for k in 0..step * 3 {
+            t.push_str(&format!(
+                "    \"{exec} item {k}: something said at length, once\",\n"
+            ));
+        }
+        t.push_str("  ]\n}\n");
+        t.into_bytes()
+    }
+
+    /// The magic of each record in the slot at `path` (the first `n`).
+    fn magics(path: &Path, n: usize) -> Vec<[u8; 4]> {
+        let bytes = std::fs::read(path).unwrap();
+        let mut at = HEADER as usize;
+        (0..n)
+            .map(|_| {
+                let magic: [u8; 4] = bytes[at..at + 4].try_into().unwrap();
+                let len = u32::from_le_bytes(bytes[at + 4..at + 8].try_into().unwrap()) as usize;
+                at = (at + RECORD as usize + len).next_multiple_of(8);
+                magic
+            })
+            .collect()
+    }
+
+    #[test]
+    fn saves_of_an_execution_are_journaled_as_deltas_and_read_back_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut written = Vec::new();
+        let path = {
+            let mut t = take(dir.path());
+            let ours = t.ours.as_mut().unwrap();
+            for step in 10..=40 {
+                for exec in ["a", "b"] {
+                    let text = text(exec, step);
+                    let n = ours.append_then(Some(exec), &text, || {}).unwrap();
+                    assert_eq!(n, Some(written.len() as u64));
+                    written.push(text);
+                }
+            }
+            let texts: u64 = written.iter().map(|t| t.len() as u64).sum();
+            assert!(
+                ours.at - HEADER < texts / 5,
+                "{} bytes of records for {texts} bytes of text",
+                ours.at - HEADER
+            );
+            ours.path().to_path_buf()
+        };
+        // Each execution's first save is whole, the next ones deltas.
+        let kinds = magics(&path, 6);
+        assert_eq!(&kinds[..2], &[*RECORD_MAGIC, *RECORD_MAGIC]);
+        assert!(kinds[2..].iter().all(|m| m == DELTA_MAGIC));
+        let mut t = take(dir.path());
+        assert_eq!(records(&t), written, "every text rebuilt, byte for byte");
+        // After emptying, nothing is a delta against what the slot no longer holds.
+        let ours = t.ours.as_mut().unwrap();
+        ours.empty().unwrap();
+        for step in [31, 32] {
+            ours.append_then(Some("a"), &text("a", step), || {})
+                .unwrap();
+        }
+        drop(t);
+        assert_eq!(magics(&path, 2), vec![*RECORD_MAGIC, *DELTA_MAGIC]);
+        assert_eq!(
+            records(&take(dir.path())),
+            vec![text("a", 31), text("a", 32)]
+        );
+    }
+
+    #[test]
+    fn a_delta_that_names_no_earlier_record_fails_the_read_and_changes_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = {
+            let mut t = take(dir.path());
+            let ours = t.ours.as_mut().unwrap();
+            for step in 10..=12 {
+                ours.append_then(Some("a"), &text("a", step), || {})
+                    .unwrap();
+            }
+            ours.path().to_path_buf()
+        };
+        // Record 1 names record 7 as its base, its CRC-32 made right again.
+        let mut bytes = std::fs::read(&path).unwrap();
+        let first = u32::from_le_bytes(bytes[HEADER as usize + 4..][..4].try_into().unwrap());
+        let at = (HEADER + RECORD + u64::from(first)).next_multiple_of(8) as usize;
+        assert_eq!(&bytes[at..at + 4], DELTA_MAGIC);
+        let len = u32::from_le_bytes(bytes[at + 4..at + 8].try_into().unwrap()) as usize;
+        let payload = at + RECORD as usize;
+        bytes[payload..payload + 8].copy_from_slice(&7u64.to_le_bytes());
+        let mut hasher = crc32fast::Hasher::new();
+        hasher.update(&bytes[at + 4..at + 24]);
+        hasher.update(&bytes[payload..payload + len]);
+        bytes[at + 24..at + 28].copy_from_slice(&hasher.finalize().to_le_bytes());
+        std::fs::write(&path, &bytes).unwrap();
+        let e = Slot::take_all(&RealFs, dir.path(), DEFAULT_SLOT_BYTES)
+            .err()
+            .unwrap();
+        assert_eq!(e.kind(), io::ErrorKind::InvalidData);
+        assert!(
+            e.to_string().contains("record 1") && e.to_string().contains("record 7"),
+            "{e}"
+        );
+        assert_eq!(
+            std::fs::read(&path).unwrap(),
+            bytes,
+            "the slot is left as it was"
+        );
+    }
+
+    #[test]
+    fn a_slot_stands_for_at_most_four_times_its_size_in_text() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut t = Slot::take_all(&RealFs, dir.path(), MIN_SLOT_BYTES).unwrap();
+        let ours = t.ours.as_mut().unwrap();
+        let text = vec![b'x'; 3000];
+        let mut taken = 0;
+        while ours.append_then(Some("a"), &text, || {}).unwrap().is_some() {
+            taken += 1;
+        }
+        assert_eq!(taken, (4 * MIN_SLOT_BYTES / 3000) as usize);
+        assert!(
+            ours.at + 2 * RECORD < ours.size,
+            "room for another delta was left in the file itself"
+        );
+        drop(t);
+        assert_eq!(records(&take(dir.path())).len(), taken);
     }
 }

@@ -559,8 +559,10 @@ impl<F: Fs> CheckpointStore for JournaledStore<F> {
                 pace.hashed(unsealed.len(), started.elapsed());
             }
         };
+        // Journaled as a delta against the execution's last save, when the slot holds it.
+        let key = redacted.execution_id.as_str();
         let started = Instant::now();
-        let appended = match slot.append_then(unsealed.text(), meanwhile) {
+        let appended = match slot.append_then(Some(key), unsealed.text(), meanwhile) {
             Ok(Some(number)) => {
                 pace.appended(started.elapsed());
                 Ok(Some(number))
@@ -569,7 +571,7 @@ impl<F: Fs> CheckpointStore for JournaledStore<F> {
                 // Full: emptied once the writer has written what it holds.
                 self.catch_up(&mut slot)?;
                 empty(&self.shared, &mut slot)?;
-                slot.append(unsealed.text())
+                slot.append_then(Some(key), unsealed.text(), || {})
             }
             other => other,
         };

@@ -178,6 +178,7 @@ mod group_commit;
 mod hash_pace;
 mod hybrid;
 mod journal;
+mod journal_delta;
 mod journal_marks;
 mod journaled;
 mod list;

@@ -1,0 +1,376 @@
+//! A journal record that states a save's text by its difference from an earlier one.
+//!
+//! Two checkpoints of one execution taken a step apart share nearly all their text: the thought
+//! chain and the tool calls grow by an item, a few header fields change. A journal record of the
+//! whole text (~170 KB at the benchmark's step 100) made each save write and flush all of it; a
+//! delta against the execution's previous record is a few KB: the runs of text equal to the
+//! base, as `(offset, length)` copies, and the rest as it is.
+//!
+//! **Layout** (little-endian): the text's length (u32) and CRC-32 (u32), then operations, each
+//! a tag byte: `C` with a base offset and a length (u32, u32), or `I` with a length (u32) and
+//! that many bytes of text. [`apply`] checks every operation against the base and the stated
+//! length, and the result against the CRC: a delta that does not rebuild exactly the text it was
+//! made from is refused, never half applied.
+//!
+//! **Finding the copies** ([`encode`]) walks both texts once. Equal runs are found a few hundred
+//! bytes at a time; where the texts part, the next line where they meet again is looked for
+//! among the following lines of each (canonical checkpoint text is pretty-printed JSON: an
+//! inserted item, a changed value and a removed entry are whole lines), and only failing that,
+//! anywhere further on in the other text. Each copy is checked byte for byte as it is made, so a
+//! poor match makes a larger delta, never a wrong one.
+
+use std::io;
+
+/// Equal runs shorter than this are written as text (a copy takes 9 bytes).
+const MIN_COPY: usize = 64;
+/// How many lines of each text are looked at for where they meet again after they part.
+const LOOK_LINES: usize = 48;
+/// How many line starts of each text are searched for further on in the other, failing that.
+const FAR_ANCHORS: usize = 8;
+const COPY: u8 = b'C';
+const INSERT: u8 = b'I';
+
+/// The delta that rebuilds `text` from `base`, or `None` when it would not be less than half
+/// the text's size (or the text is too long for the layout).
+pub(crate) fn encode(base: &[u8], text: &[u8]) -> Option<Vec<u8>> {
+    let len = u32::try_from(text.len()).ok()?;
+    u32::try_from(base.len()).ok()?;
+    let budget = text.len() / 2;
+    let mut out = Vec::with_capacity(4096);
+    out.extend_from_slice(&len.to_le_bytes());
+    out.extend_from_slice(&crc32fast::hash(text).to_le_bytes());
+    let (mut i, mut j) = (0, 0);
+    // Text not yet written: from here to `i`.
+    let mut pending = 0;
+    while i < text.len() {
+        let run = common_len(&text[i..], &base[j.min(base.len())..]);
+        if run >= MIN_COPY {
+            // End the copy at a line start, so that finding where the texts meet again starts
+            // at whole lines (unless it reaches the end).
+            let end = if i + run == text.len() {
+                run
+            } else {
+                match text[i..i + run].iter().rposition(|b| *b == b'\n') {
+                    Some(nl) if nl + 1 >= MIN_COPY => nl + 1,
+                    _ => run,
+                }
+            };
+            insert(&mut out, &text[pending..i]);
+            copy(&mut out, j, end);
+            i += end;
+            j += end;
+            pending = i;
+            if out.len() > budget {
+                return None;
+            }
+            continue;
+        }
+        match meet(text, i, base, j) {
+            Some((a, b)) => {
+                i = a;
+                j = b;
+            }
+            None => i = text.len(),
+        }
+    }
+    insert(&mut out, &text[pending..]);
+    (out.len() <= budget).then_some(out)
+}
+
+/// Why a delta cannot be applied.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub(crate) enum DeltaError {
+    #[error("the delta is cut short")]
+    Short,
+    #[error("the delta states {0} bytes, more than a record may hold")]
+    TooLong(u64),
+    #[error("operation {0} is neither a copy nor text")]
+    Unknown(usize),
+    #[error("operation {0} copies beyond the base's {1} bytes")]
+    BeyondBase(usize, usize),
+    #[error("operation {0} writes beyond the stated length")]
+    BeyondLength(usize),
+    #[error("the delta rebuilds {0} bytes, not the {1} it states")]
+    Length(usize, usize),
+    #[error("the text rebuilt does not match the delta's checksum")]
+    Checksum,
+}
+
+impl From<DeltaError> for io::Error {
+    fn from(e: DeltaError) -> Self {
+        io::Error::new(io::ErrorKind::InvalidData, e)
+    }
+}
+
+/// The text `delta` states against `base`; at most `max_len` bytes.
+pub(crate) fn apply(base: &[u8], delta: &[u8], max_len: u64) -> Result<Vec<u8>, DeltaError> {
+    let mut r = Reader {
+        at: 0,
+        bytes: delta,
+    };
+    let len = r.u32()? as usize;
+    let crc = r.u32()?;
+    if len as u64 > max_len {
+        return Err(DeltaError::TooLong(len as u64));
+    }
+    let mut out = Vec::with_capacity(len);
+    let mut op = 0;
+    while r.at < delta.len() {
+        op += 1;
+        let tag = r.take(1)?[0];
+        let piece = match tag {
+            COPY => {
+                let (from, n) = (r.u32()? as usize, r.u32()? as usize);
+                from.checked_add(n)
+                    .and_then(|end| base.get(from..end))
+                    .ok_or(DeltaError::BeyondBase(op, base.len()))?
+            }
+            INSERT => {
+                let n = r.u32()? as usize;
+                r.take(n)?
+            }
+            _ => return Err(DeltaError::Unknown(op)),
+        };
+        if out.len() + piece.len() > len {
+            return Err(DeltaError::BeyondLength(op));
+        }
+        out.extend_from_slice(piece);
+    }
+    if out.len() != len {
+        return Err(DeltaError::Length(out.len(), len));
+    }
+    if crc32fast::hash(&out) != crc {
+        return Err(DeltaError::Checksum);
+    }
+    Ok(out)
+}
+
+struct Reader<'a> {
+    at: usize,
+    bytes: &'a [u8],
+}
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8], DeltaError> {
+        let end = self.at.checked_add(n).ok_or(DeltaError::Short)?;
+        let piece = self.bytes.get(self.at..end).ok_or(DeltaError::Short)?;
+        self.at = end;
+        Ok(piece)
+    }
+
+    fn u32(&mut self) -> Result<u32, DeltaError> {
+        let b = self.take(4)?;
+        Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    }
+}
+
+fn insert(out: &mut Vec<u8>, text: &[u8]) {
+    if text.is_empty() {
+        return;
+    }
+    out.push(INSERT);
+    out.extend_from_slice(&(text.len() as u32).to_le_bytes());
+    out.extend_from_slice(text);
+}
+
+fn copy(out: &mut Vec<u8>, from: usize, n: usize) {
+    out.push(COPY);
+    out.extend_from_slice(&(from as u32).to_le_bytes());
+    out.extend_from_slice(&(n as u32).to_le_bytes());
+}
+
+/// How many bytes `a` and `b` have in common from their start.
+fn common_len(a: &[u8], b: &[u8]) -> usize {
+    const CHUNK: usize = 256;
+    let n = a.len().min(b.len());
+    let mut k = 0;
+    while k + CHUNK <= n && a[k..k + CHUNK] == b[k..k + CHUNK] {
+        k += CHUNK;
+    }
+    while k + 8 <= n && a[k..k + 8] == b[k..k + 8] {
+        k += 8;
+    }
+    while k < n && a[k] == b[k] {
+        k += 1;
+    }
+    k
+}
+
+/// The start of `at`'s line's next lines in `text`: `at` itself first, then up to `n - 1` more.
+fn line_starts(text: &[u8], at: usize, n: usize) -> Vec<usize> {
+    let mut starts = Vec::with_capacity(n);
+    let mut at = at;
+    while starts.len() < n && at < text.len() {
+        starts.push(at);
+        match memchr::memchr(b'\n', &text[at..]) {
+            Some(nl) => at += nl + 1,
+            None => break,
+        }
+    }
+    starts
+}
+
+/// Where `text` (from `i`) and `base` (from `j`) meet again, where they differ: the nearest
+/// pair of line starts from which at least [`MIN_COPY`] bytes are equal, nearest meaning the
+/// fewest lines passed over in both; failing that, one of the next lines of either found
+/// further on in the other.
+fn meet(text: &[u8], i: usize, base: &[u8], j: usize) -> Option<(usize, usize)> {
+    let ours = line_starts(text, i, LOOK_LINES);
+    let theirs = line_starts(base, j, LOOK_LINES);
+    if ours.is_empty() || theirs.is_empty() {
+        return None;
+    }
+    let meets = |a: usize, b: usize| common_len(&text[a..], &base[b..]) >= MIN_COPY;
+    for d in 1..ours.len() + theirs.len() - 1 {
+        // Every pair of lines passed over that adds up to `d`, fewest in `text` first.
+        let first = d.saturating_sub(theirs.len() - 1);
+        for (a, &at) in ours.iter().enumerate().take(d + 1).skip(first) {
+            let b = theirs[d - a];
+            if meets(at, b) {
+                return Some((at, b));
+            }
+        }
+    }
+    // Further on: a large insertion (in `text`) or removal (from `base`).
+    for a in ours.iter().take(FAR_ANCHORS) {
+        if let Some(key) = text.get(*a..*a + MIN_COPY) {
+            if let Some(at) = memchr::memmem::find(&base[j..], key) {
+                return Some((*a, j + at));
+            }
+        }
+    }
+    for b in theirs.iter().take(FAR_ANCHORS) {
+        if let Some(key) = base.get(*b..*b + MIN_COPY) {
+            if let Some(at) = memchr::memmem::find(&text[i..], key) {
+                return Some((i + at, *b));
+            }
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// The bytes before the operations: the text's length and CRC-32.
+    const HEAD: usize = 8;
+
+    fn roundtrip(base: &[u8], text: &[u8]) -> Option<usize> {
+        let delta = encode(base, text)?;
+        assert_eq!(apply(base, &delta, u64::MAX).unwrap(), text);
+        Some(delta.len())
+    }
+
+    /// Lines like a pretty-printed document's.
+    fn doc(items: &[String], head: &str, tail: &str) -> Vec<u8> {
+        let mut t = format!("{{\n  \"id\": \"{head}\",\n  \"items\": [\n");
+        for item in items {
+            t.push_str(&format!(
+                "    {{\n      \"kind\": \"note\",\n      \"text\": \"{item}\"\n    }},\n"
+            ));
+        }
+        t.push_str(&format!("  ],\n  \"tail\": \"{tail}\"\n}}\n"));
+        t.into_bytes()
+    }
+
+    fn items(n: usize) -> Vec<String> {
+        (0..n)
+            .map(|k| format!("item {k} says something of its own, {}", k * 7919))
+            .collect()
+    }
+
+    #[test]
+    fn a_step_of_a_growing_document_is_a_small_delta() {
+        let before = doc(&items(200), "ckpt-1", "t1");
+        let after = doc(&items(201), "ckpt-2", "t2");
+        let n = roundtrip(&before, &after).expect("a delta");
+        assert!(
+            n < 600,
+            "{n} bytes for a {} byte text with one item more",
+            after.len()
+        );
+    }
+
+    #[test]
+    fn removed_changed_and_moved_lines_still_rebuild_exactly() {
+        let all = items(300);
+        let before = doc(&all, "a", "b");
+        // The first 100 items dropped (a context window sliding), one changed, two added.
+        let mut later = all[100..].to_vec();
+        later[50] = "changed".into();
+        later.push("new one".into());
+        later.push("new two".into());
+        let after = doc(&later, "a2", "b2");
+        let n = roundtrip(&before, &after).expect("a delta");
+        assert!(n < after.len() / 4, "{n} of {}", after.len());
+        // Unrelated texts: no delta is worth writing.
+        assert_eq!(encode(&before, &vec![b'x'; 5000]), None);
+        // An empty base or text.
+        assert_eq!(encode(b"", &after), None);
+        assert_eq!(encode(&after, b""), None);
+    }
+
+    #[test]
+    fn a_delta_that_does_not_rebuild_its_text_is_refused() {
+        let before = doc(&items(50), "a", "b");
+        let after = doc(&items(51), "c", "d");
+        let delta = encode(&before, &after).unwrap();
+        // Another base (one byte longer at its start): the copies take other bytes.
+        let other = doc(&items(50), "ax", "b");
+        assert!(apply(&other, &delta, u64::MAX) == Err(DeltaError::Checksum));
+        // A shorter base: a copy reaches past it.
+        assert!(matches!(
+            apply(&before[..before.len() / 2], &delta, u64::MAX),
+            Err(DeltaError::BeyondBase(..))
+        ));
+        // Cut short, or longer than allowed.
+        assert_eq!(
+            apply(&before, &delta[..delta.len() - 1], u64::MAX),
+            Err(DeltaError::Short)
+        );
+        assert_eq!(
+            apply(&before, &delta, 10),
+            Err(DeltaError::TooLong(after.len() as u64))
+        );
+        let mut bad = delta.clone();
+        bad[HEAD] = b'Z';
+        assert_eq!(apply(&before, &bad, u64::MAX), Err(DeltaError::Unknown(1)));
+    }
+
+    proptest! {
+        /// Whatever the edits, a delta rebuilds exactly the text it was made from.
+        #[test]
+        fn any_edit_rebuilds_exactly(
+            lines in proptest::collection::vec("[a-c ]{0,90}", 0..120),
+            edits in proptest::collection::vec((0usize..130, 0usize..4, "[a-d\n]{0,200}"), 0..6),
+        ) {
+            let base: Vec<u8> = lines.join("\n").into_bytes();
+            let mut text = base.clone();
+            for (at, kind, piece) in edits {
+                let at = at.min(text.len());
+                match kind {
+                    0 => { text.splice(at..at, piece.bytes()); }
+                    1 => { let end = (at + piece.len()).min(text.len()); text.drain(at..end); }
+                    _ => {
+                        let end = (at + piece.len()).min(text.len());
+                        text.splice(at..end, piece.bytes());
+                    }
+                }
+            }
+            if let Some(delta) = encode(&base, &text) {
+                prop_assert_eq!(apply(&base, &delta, u64::MAX).unwrap(), text);
+            }
+        }
+
+        /// Applying any bytes as a delta never panics: it rebuilds a text or says why not.
+        #[test]
+        fn any_bytes_applied_never_panic(
+            base in proptest::collection::vec(any::<u8>(), 0..300),
+            delta in proptest::collection::vec(any::<u8>(), 0..300),
+        ) {
+            let _ = apply(&base, &delta, 1 << 20);
+        }
+    }
+}
