@@ -95,7 +95,9 @@ pub struct JournalOptions {
     /// The size of the store's journal slot, in bytes, written in full (zeros) when it is made
     /// (16 MiB by default; from 8 KiB to 1 GiB). A smaller slot made earlier grows to it, its
     /// records kept. A save larger than an empty slot (or than a checkpoint file may be, 64
-    /// MiB) is saved as the hybrid store saves, with its own flushes.
+    /// MiB) is saved as the hybrid store saves, with its own flushes. Most records are deltas
+    /// against the execution's save before, a few KB; the texts a slot's records stand for add
+    /// up to at most four times its size (what reading it back after a crash holds in memory).
     pub slot_bytes: u64,
 }
 
