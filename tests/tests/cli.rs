@@ -1395,7 +1395,15 @@ fn bench_prints_figures_and_cleans_up() {
     assert_eq!(figures["mode"], "files", "{report}");
     assert_eq!(figures["executions"], 2, "{report}");
     assert_eq!(figures["steps"], 5, "{report}");
-    for key in ["save_us", "restore_us", "list_us", "disk_bytes", "floor_us"] {
+    for key in [
+        "save_us",
+        "restore_us",
+        "list_us",
+        "disk_bytes",
+        "floor_us",
+        "append_floor_us",
+        "page_floor_us",
+    ] {
         let v = figures[key].as_f64();
         assert!(v.is_some_and(|v| v > 0.0), "{key}: {report}");
     }

@@ -83,6 +83,10 @@ pub struct Figures {
     floor_us: f64,
     /// One `fdatasync` of an append of the same bytes into a preallocated file, median.
     append_floor_us: f64,
+    /// One `fdatasync` of an append of one 4 KiB page into a preallocated file, after each
+    /// save, median: the least any durable save costs on this disk (a journaled save's record,
+    /// a delta, is a few KB).
+    page_floor_us: f64,
     disk_bytes: u64,
     save_mean_us: f64,
     save_p95_us: f64,
@@ -117,6 +121,9 @@ pub struct Figures {
     /// Every append-floor measurement, for the peer's save/floor.
     #[serde(skip)]
     append_floor_samples: Vec<f64>,
+    /// Every page-floor measurement, for the peer's save/page floor.
+    #[serde(skip)]
+    page_floor_samples: Vec<f64>,
 }
 
 /// The mode's name, and `async` for the async durability.
@@ -300,6 +307,15 @@ pub fn run(t: &Target, json: bool, a: &BenchArgs) -> CmdResult {
     }
     table.print();
     crate::say!("medians per operation; --json adds means and p95");
+    if let Some(f) = all.first() {
+        crate::say!(
+            "FLOOR: a plain durable atomic write of the same bytes (temporary file, fsync, \
+             rename, directory fsync); an append of them into a preallocated file and its \
+             fdatasync takes {:.0} µs here, of one 4 KiB page {:.0} µs",
+            f.append_floor_us,
+            f.page_floor_us
+        );
+    }
     if all.iter().any(|f| f.sync_us.is_some()) {
         crate::say!(
             "SQL: the database's part of a save (the writers' turn, statements, commit, and on \

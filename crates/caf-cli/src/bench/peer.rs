@@ -245,6 +245,12 @@ pub(super) struct SideBySide<'a> {
     append_floor_us: f64,
     /// The peer's save over that floor.
     peer_save_over_floor: f64,
+    /// The page floor (one 4 KiB append and its `fdatasync`) over every save of every caf mode
+    /// of this run, median: no durable save can cost less on this disk.
+    page_floor_us: f64,
+    /// Half the peer's save over the page floor: below 1, saving twice as fast as the peer is
+    /// below what any durable save costs here.
+    peer_half_save_over_page_floor: f64,
     /// caf / peer per operation and mode, medians: below 1, caf is faster.
     ratios: Vec<Ratio>,
     /// The peer's async run (`--durability async`), which caf's async rows compare with.
@@ -272,6 +278,11 @@ impl<'a> SideBySide<'a> {
             .flat_map(|f| f.append_floor_samples.iter().copied())
             .collect();
         let floor = rounded(median(&mut pooled));
+        let mut pages: Vec<f64> = caf
+            .iter()
+            .flat_map(|f| f.page_floor_samples.iter().copied())
+            .collect();
+        let page_floor = rounded(median(&mut pages));
         let ratios = caf
             .iter()
             .map(|f| {
@@ -306,6 +317,8 @@ impl<'a> SideBySide<'a> {
             peer_durability: peer.durability(),
             append_floor_us: floor,
             peer_save_over_floor: ratio(peer.save_us, floor),
+            page_floor_us: page_floor,
+            peer_half_save_over_page_floor: ratio(peer.save_us / 2.0, page_floor),
             ratios,
             peer_async: peer_async.map(|a| &a.report),
             figures: peer,
@@ -410,6 +423,20 @@ pub(super) fn print_side_by_side(s: &SideBySide<'_>) {
         ("-".into(), plain),
         (
             "append into a preallocated file + one fdatasync".into(),
+            plain,
+        ),
+    ]);
+    table.row(vec![
+        ("page floor".into(), plain),
+        (format!("{:.0}", s.page_floor_us), plain),
+        (
+            format!("{:.2}x", ratio(s.page_floor_us, s.append_floor_us)),
+            plain,
+        ),
+        ("-".into(), plain),
+        ("-".into(), plain),
+        (
+            "one 4 KiB page appended + one fdatasync: the least a durable save costs".into(),
             plain,
         ),
     ]);

@@ -144,6 +144,9 @@ pub(super) fn measure(
     let maker = CheckpointManager::new(NullStore);
     let mut encoder = Encoder::default();
     let mut append_floor = AppendFloor::open(floor_dir.join("append.bin"))?;
+    let mut page_floor = AppendFloor::open(floor_dir.join("page.bin"))?;
+    let one_page = [0x5a_u8; 4096];
+    let mut page = Vec::new();
     let (mut save, mut floor, mut sync) = (Vec::new(), Vec::new(), Vec::new());
     let mut append = Vec::new();
     let (mut sync_10, mut sync_last) = (Vec::new(), Vec::new());
@@ -215,6 +218,7 @@ pub(super) fn measure(
             write_atomic(&target, None, &bytes, AtomicWriteOptions::default())?;
             floor.push(micros(t));
             append.push(append_floor.append(&bytes)?);
+            page.push(page_floor.append(&one_page)?);
         }
     }
     // Async: what is still queued is written before anything is read.
@@ -274,6 +278,7 @@ pub(super) fn measure(
     drop(files_or_null);
     drop(db);
     drop(append_floor);
+    drop(page_floor);
     let disk_bytes = server_bytes
         .unwrap_or_else(|| dir_bytes(tmp.as_path()).saturating_sub(dir_bytes(&floor_dir)));
     let opt = |v: &mut Vec<f64>| (!v.is_empty()).then(|| rounded(median(v)));
@@ -295,6 +300,7 @@ pub(super) fn measure(
         list_us: rounded(median(&mut list)),
         floor_us: rounded(median(&mut floor)),
         append_floor_us: rounded(median(&mut append)),
+        page_floor_us: rounded(median(&mut page)),
         disk_bytes,
         checkpoint_bytes_last: last_bytes,
         sync_us: opt(&mut sync),
@@ -305,6 +311,7 @@ pub(super) fn measure(
         flush_us: opt(&mut flushes),
         whole_bytes: whole,
         append_floor_samples: append,
+        page_floor_samples: page,
     })
 }
 
