@@ -183,12 +183,27 @@ fn copy(out: &mut Vec<u8>, from: usize, n: usize) {
 fn common_len(a: &[u8], b: &[u8]) -> usize {
     const CHUNK: usize = 256;
     let n = a.len().min(b.len());
+    // Word by word at first (most comparisons of lines that differ end there), then in chunks.
+    let word = |k: usize| -> u64 {
+        let (x, y) = (&a[k..k + 8], &b[k..k + 8]);
+        u64::from_le_bytes(x.try_into().unwrap_or_default())
+            ^ u64::from_le_bytes(y.try_into().unwrap_or_default())
+    };
     let mut k = 0;
+    while k + 8 <= n && k < CHUNK {
+        match word(k) {
+            0 => k += 8,
+            x => return k + (x.trailing_zeros() / 8) as usize,
+        }
+    }
     while k + CHUNK <= n && a[k..k + CHUNK] == b[k..k + CHUNK] {
         k += CHUNK;
     }
-    while k + 8 <= n && a[k..k + 8] == b[k..k + 8] {
-        k += 8;
+    while k + 8 <= n {
+        match word(k) {
+            0 => k += 8,
+            x => return k + (x.trailing_zeros() / 8) as usize,
+        }
     }
     while k < n && a[k] == b[k] {
         k += 1;
@@ -196,18 +211,53 @@ fn common_len(a: &[u8], b: &[u8]) -> usize {
     k
 }
 
-/// The start of `at`'s line's next lines in `text`: `at` itself first, then up to `n - 1` more.
-fn line_starts(text: &[u8], at: usize, n: usize) -> Vec<usize> {
-    let mut starts = Vec::with_capacity(n);
-    let mut at = at;
-    while starts.len() < n && at < text.len() {
-        starts.push(at);
-        match memchr::memchr(b'\n', &text[at..]) {
-            Some(nl) => at += nl + 1,
-            None => break,
+/// The starts of the lines of a text from a position on (that position first), found as they
+/// are asked for.
+struct Lines<'a> {
+    text: &'a [u8],
+    starts: [usize; LOOK_LINES + 1],
+    found: usize,
+    /// No line starts after the last one found.
+    ended: bool,
+}
+
+impl<'a> Lines<'a> {
+    fn from(text: &'a [u8], at: usize) -> Self {
+        let mut starts = [0; LOOK_LINES + 1];
+        starts[0] = at;
+        Self {
+            text,
+            starts,
+            found: usize::from(at < text.len()),
+            ended: at >= text.len(),
         }
     }
-    starts
+
+    /// The start of line `k` (0 is the position given), if there is one.
+    fn start(&mut self, k: usize) -> Option<usize> {
+        while self.found <= k && !self.ended && self.found < self.starts.len() {
+            let last = self.starts[self.found - 1];
+            match memchr::memchr(b'\n', &self.text[last..]) {
+                Some(nl) if last + nl + 1 < self.text.len() => {
+                    self.starts[self.found] = last + nl + 1;
+                    self.found += 1;
+                }
+                _ => self.ended = true,
+            }
+        }
+        (k < self.found).then(|| self.starts[k])
+    }
+
+    /// The length of line `k` (found, as is the next one if there is one), its newline
+    /// included (to the end of the text for the last).
+    fn len(&self, k: usize) -> usize {
+        let next = if k + 1 < self.found {
+            self.starts[k + 1]
+        } else {
+            self.text.len()
+        };
+        next - self.starts[k]
+    }
 }
 
 /// Where `text` (from `i`) and `base` (from `j`) meet again, where they differ: the nearest
@@ -215,34 +265,47 @@ fn line_starts(text: &[u8], at: usize, n: usize) -> Vec<usize> {
 /// fewest lines passed over in both; failing that, one of the next lines of either found
 /// further on in the other.
 fn meet(text: &[u8], i: usize, base: &[u8], j: usize) -> Option<(usize, usize)> {
-    let ours = line_starts(text, i, LOOK_LINES);
-    let theirs = line_starts(base, j, LOOK_LINES);
-    if ours.is_empty() || theirs.is_empty() {
-        return None;
-    }
-    let meets = |a: usize, b: usize| common_len(&text[a..], &base[b..]) >= MIN_COPY;
-    for d in 1..ours.len() + theirs.len() - 1 {
+    let mut ours = Lines::from(text, i);
+    let mut theirs = Lines::from(base, j);
+    ours.start(0)?;
+    theirs.start(0)?;
+    for d in 1..2 * LOOK_LINES - 1 {
+        // The lines there are up to `d` past the start, in each (and where the next starts).
+        let top = d.min(LOOK_LINES - 1);
+        ours.start(top + 1);
+        theirs.start(top + 1);
+        let (a_max, b_max) = (top.min(ours.found - 1), top.min(theirs.found - 1));
+        if d > a_max + b_max {
+            break;
+        }
         // Every pair of lines passed over that adds up to `d`, fewest in `text` first.
-        let first = d.saturating_sub(theirs.len() - 1);
-        for (a, &at) in ours.iter().enumerate().take(d + 1).skip(first) {
-            let b = theirs[d - a];
-            if meets(at, b) {
-                return Some((at, b));
+        for a in d - b_max..=a_max {
+            let b = d - a;
+            let (x, y) = (ours.starts[a], theirs.starts[b]);
+            // Lines shorter than a copy must be equal whole: of one length.
+            let (lx, ly) = (ours.len(a), theirs.len(b));
+            if (lx < MIN_COPY || ly < MIN_COPY) && lx != ly {
+                continue;
+            }
+            if common_len(&text[x..], &base[y..]) >= MIN_COPY {
+                return Some((x, y));
             }
         }
     }
     // Further on: a large insertion (in `text`) or removal (from `base`).
-    for a in ours.iter().take(FAR_ANCHORS) {
-        if let Some(key) = text.get(*a..*a + MIN_COPY) {
+    for a in 0..FAR_ANCHORS {
+        let Some(x) = ours.start(a) else { break };
+        if let Some(key) = text.get(x..x + MIN_COPY) {
             if let Some(at) = memchr::memmem::find(&base[j..], key) {
-                return Some((*a, j + at));
+                return Some((x, j + at));
             }
         }
     }
-    for b in theirs.iter().take(FAR_ANCHORS) {
-        if let Some(key) = base.get(*b..*b + MIN_COPY) {
+    for b in 0..FAR_ANCHORS {
+        let Some(y) = theirs.start(b) else { break };
+        if let Some(key) = base.get(y..y + MIN_COPY) {
             if let Some(at) = memchr::memmem::find(&text[i..], key) {
-                return Some((i + at, *b));
+                return Some((i + at, y));
             }
         }
     }
