@@ -11,6 +11,8 @@
 //! so that appending a record changes no metadata and its `fdatasync` writes the record alone,
 //! as SQLite's reused write-ahead log does.
 //!
+//! A delta record's CRC-32 covers its magic as well (a whole record's, as before, does not).
+//!
 //! Reading a slot back keeps the records of its generation numbered 0, 1, 2… up to the first
 //! one that is missing, torn or of an older generation: exactly the saves appended since the
 //! slot was last emptied, an append cut off by a power loss excepted. Each delta is rebuilt
@@ -43,6 +45,18 @@ const MAGIC: &[u8; 8] = b"cafjrnl1";
 const RECORD_MAGIC: &[u8; 4] = b"cafr";
 /// The magic of a record that is a delta against an earlier one.
 const DELTA_MAGIC: &[u8; 4] = b"cafd";
+/// Where a record's CRC-32 starts in its header: a delta's covers its magic too, so that a
+/// record whose magic is torn (an older record's left on disk, where a header straddles two
+/// pages) is never read as the other kind; a whole record's does not (as before deltas: the
+/// slots written then still read).
+fn covered(delta: bool) -> usize {
+    if delta {
+        0
+    } else {
+        4
+    }
+}
+
 /// The texts of a slot's records add up to at most this many times its size.
 const TEXT_PER_SLOT_BYTE: u64 = 4;
 /// How many executions' last text a slot keeps, to journal their next save as a delta.
@@ -413,7 +427,7 @@ impl<F: Fs> Slot<F> {
         let mut payload = vec![0u8; len as usize];
         self.file.read_exact(&mut payload)?;
         let mut hasher = crc32fast::Hasher::new();
-        hasher.update(&head[4..24]);
+        hasher.update(&head[covered(delta)..24]);
         hasher.update(&payload);
         if hasher.finalize() != crc {
             return Ok(None);
@@ -485,7 +499,7 @@ impl<F: Fs> Slot<F> {
         head[8..16].copy_from_slice(&self.generation.to_le_bytes());
         head[16..24].copy_from_slice(&self.next.to_le_bytes());
         let mut hasher = crc32fast::Hasher::new();
-        hasher.update(&head[4..24]);
+        hasher.update(&head[covered(delta.is_some())..24]);
         hasher.update(payload);
         head[24..28].copy_from_slice(&hasher.finalize().to_le_bytes());
         self.file.seek(SeekFrom::Start(self.at))?;
@@ -848,7 +862,7 @@ mod tests {
         let payload = at + RECORD as usize;
         bytes[payload..payload + 8].copy_from_slice(&7u64.to_le_bytes());
         let mut hasher = crc32fast::Hasher::new();
-        hasher.update(&bytes[at + 4..at + 24]);
+        hasher.update(&bytes[at..at + 24]);
         hasher.update(&bytes[payload..payload + len]);
         bytes[at + 24..at + 28].copy_from_slice(&hasher.finalize().to_le_bytes());
         std::fs::write(&path, &bytes).unwrap();
@@ -884,5 +898,34 @@ mod tests {
         );
         drop(t);
         assert_eq!(records(&take(dir.path())).len(), taken);
+    }
+
+    #[test]
+    fn a_record_whose_magic_is_of_the_other_kind_ends_the_slot() {
+        // A power cut can leave an older record's magic where a header straddles two pages:
+        // the record then ends the slot (it was never acknowledged), it is not misread.
+        for (torn, into) in [(1usize, *RECORD_MAGIC), (0, *DELTA_MAGIC)] {
+            let dir = tempfile::tempdir().unwrap();
+            let path = {
+                let mut t = take(dir.path());
+                let ours = t.ours.as_mut().unwrap();
+                for step in 10..=13 {
+                    ours.append_then(Some("a"), &text("a", step), || {})
+                        .unwrap();
+                }
+                ours.path().to_path_buf()
+            };
+            let mut bytes = std::fs::read(&path).unwrap();
+            let mut at = HEADER as usize;
+            for _ in 0..torn {
+                let len = u32::from_le_bytes(bytes[at + 4..at + 8].try_into().unwrap());
+                at = (at + RECORD as usize + len as usize).next_multiple_of(8);
+            }
+            assert_ne!(bytes[at..at + 4], into);
+            bytes[at..at + 4].copy_from_slice(&into);
+            std::fs::write(&path, &bytes).unwrap();
+            let expected: Vec<_> = (10..10 + torn).map(|s| text("a", s)).collect();
+            assert_eq!(records(&take(dir.path())), expected, "torn record {torn}");
+        }
     }
 }

@@ -27,15 +27,20 @@ const MIN_COPY: usize = 64;
 const LOOK_LINES: usize = 48;
 /// How many line starts of each text are searched for further on in the other, failing that.
 const FAR_ANCHORS: usize = 8;
+/// Those searches scan at most this many times both texts' length in all: texts that part
+/// and never meet again nearby would otherwise cost time in the square of their length.
+const FAR_SCANS: usize = 4;
 const COPY: u8 = b'C';
 const INSERT: u8 = b'I';
 
 /// The delta that rebuilds `text` from `base`, or `None` when it would not be less than half
-/// the text's size (or the text is too long for the layout).
+/// the text's size, when finding it would scan the texts more than [`FAR_SCANS`] times over,
+/// or when the text is too long for the layout.
 pub(crate) fn encode(base: &[u8], text: &[u8]) -> Option<Vec<u8>> {
     let len = u32::try_from(text.len()).ok()?;
     u32::try_from(base.len()).ok()?;
     let budget = text.len() / 2;
+    let mut scans = FAR_SCANS * (text.len() + base.len());
     let mut out = Vec::with_capacity(4096);
     out.extend_from_slice(&len.to_le_bytes());
     out.extend_from_slice(&crc32fast::hash(text).to_le_bytes());
@@ -65,7 +70,7 @@ pub(crate) fn encode(base: &[u8], text: &[u8]) -> Option<Vec<u8>> {
             }
             continue;
         }
-        match meet(text, i, base, j) {
+        match meet(text, i, base, j, &mut scans)? {
             Some((a, b)) => {
                 i = a;
                 j = b;
@@ -74,7 +79,7 @@ pub(crate) fn encode(base: &[u8], text: &[u8]) -> Option<Vec<u8>> {
         }
     }
     insert(&mut out, &text[pending..]);
-    (out.len() <= budget).then_some(out)
+    (out.len() < budget).then_some(out)
 }
 
 /// Why a delta cannot be applied.
@@ -263,12 +268,19 @@ impl<'a> Lines<'a> {
 /// Where `text` (from `i`) and `base` (from `j`) meet again, where they differ: the nearest
 /// pair of line starts from which at least [`MIN_COPY`] bytes are equal, nearest meaning the
 /// fewest lines passed over in both; failing that, one of the next lines of either found
-/// further on in the other.
-fn meet(text: &[u8], i: usize, base: &[u8], j: usize) -> Option<(usize, usize)> {
+/// further on in the other; `None` when those searches would pass the bytes `scans` has left.
+fn meet(
+    text: &[u8],
+    i: usize,
+    base: &[u8],
+    j: usize,
+    scans: &mut usize,
+) -> Option<Option<(usize, usize)>> {
     let mut ours = Lines::from(text, i);
     let mut theirs = Lines::from(base, j);
-    ours.start(0)?;
-    theirs.start(0)?;
+    if ours.start(0).is_none() || theirs.start(0).is_none() {
+        return Some(None);
+    }
     for d in 1..2 * LOOK_LINES - 1 {
         // The lines there are up to `d` past the start, in each (and where the next starts).
         let top = d.min(LOOK_LINES - 1);
@@ -288,28 +300,32 @@ fn meet(text: &[u8], i: usize, base: &[u8], j: usize) -> Option<(usize, usize)> 
                 continue;
             }
             if common_len(&text[x..], &base[y..]) >= MIN_COPY {
-                return Some((x, y));
+                return Some(Some((x, y)));
             }
         }
     }
     // Further on: a large insertion (in `text`) or removal (from `base`).
+    let mut find = |key: &[u8], hay: &[u8]| {
+        *scans = scans.checked_sub(hay.len())?;
+        Some(memchr::memmem::find(hay, key))
+    };
     for a in 0..FAR_ANCHORS {
         let Some(x) = ours.start(a) else { break };
         if let Some(key) = text.get(x..x + MIN_COPY) {
-            if let Some(at) = memchr::memmem::find(&base[j..], key) {
-                return Some((x, j + at));
+            if let Some(at) = find(key, &base[j..])? {
+                return Some(Some((x, j + at)));
             }
         }
     }
     for b in 0..FAR_ANCHORS {
         let Some(y) = theirs.start(b) else { break };
         if let Some(key) = base.get(y..y + MIN_COPY) {
-            if let Some(at) = memchr::memmem::find(&text[i..], key) {
-                return Some((i + at, y));
+            if let Some(at) = find(key, &text[i..])? {
+                return Some(Some((i + at, y)));
             }
         }
     }
-    None
+    Some(None)
 }
 
 #[cfg(test)]
@@ -402,12 +418,34 @@ mod tests {
         assert_eq!(apply(&before, &bad, u64::MAX), Err(DeltaError::Unknown(1)));
     }
 
+    #[test]
+    fn texts_that_part_at_every_line_are_journaled_whole_not_searched_without_end() {
+        // Every line of the base differs from the text's, yet each chunk of the text is in the
+        // base: without a bound, each place they part searches the rest of the base again.
+        let chunk = "x".repeat(70);
+        let mut base = String::new();
+        let mut text = String::new();
+        for k in 0..2000 {
+            base.push_str(&format!("Q{chunk}{k:05}\n"));
+            text.push_str(&format!("a\nb\nc\nd\ne\nf\ng\n{chunk}{k:05}\n"));
+        }
+        assert!(
+            encode(base.as_bytes(), text.as_bytes()).is_none(),
+            "searched past the bound"
+        );
+        // The same texts, short: within the bound, the delta is made and rebuilds the text.
+        let (base, text) = (&base[..base.len() / 100], &text[..text.len() / 100]);
+        if let Some(n) = roundtrip(base.as_bytes(), text.as_bytes()) {
+            assert!(n < text.len() / 2);
+        }
+    }
+
     proptest! {
         /// Whatever the edits, a delta rebuilds exactly the text it was made from.
         #[test]
         fn any_edit_rebuilds_exactly(
             lines in proptest::collection::vec("[a-c ]{0,90}", 0..120),
-            edits in proptest::collection::vec((0usize..130, 0usize..4, "[a-d\n]{0,200}"), 0..6),
+            edits in proptest::collection::vec((0usize..12_000, 0usize..4, "[a-d\n]{0,200}"), 0..6),
         ) {
             let base: Vec<u8> = lines.join("\n").into_bytes();
             let mut text = base.clone();
