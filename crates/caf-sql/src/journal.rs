@@ -928,4 +928,42 @@ mod tests {
             assert_eq!(records(&take(dir.path())), expected, "torn record {torn}");
         }
     }
+
+    #[test]
+    fn an_append_that_fails_leaves_no_delta_against_it() {
+        use caf_core::store::{Fault, TestFs};
+        // Each operation of an append in turn (its write, its flush) fails once; the next
+        // appends go on, and the slot reads back exactly the texts whose appends succeeded.
+        for nth in 1..=2 {
+            let dir = tempfile::tempdir().unwrap();
+            let fs = TestFs::new();
+            let mut t = Slot::take_all(&fs, dir.path(), DEFAULT_SLOT_BYTES).unwrap();
+            let ours = t.ours.as_mut().unwrap();
+            let mut kept = Vec::new();
+            for step in 10..=16 {
+                if step == 13 {
+                    fs.arm(nth, Fault::Eio, false);
+                }
+                let text = text("a", step);
+                if let Ok(Some(n)) = ours.append_then(Some("a"), &text, || {}) {
+                    assert_eq!(n, kept.len() as u64);
+                    kept.push(text);
+                }
+                if step == 13 {
+                    assert!(fs.disarm().is_some(), "operation {nth} failed");
+                }
+            }
+            assert_eq!(
+                kept.len(),
+                6,
+                "only the armed append failed (operation {nth})"
+            );
+            let path = ours.path().to_path_buf();
+            drop(t);
+            // After the failure the next save is whole: its base may not be on disk.
+            let kinds = magics(&path, 6);
+            assert_eq!(kinds[3], *RECORD_MAGIC, "operation {nth}: {kinds:?}");
+            assert_eq!(records(&take(dir.path())), kept, "operation {nth}");
+        }
+    }
 }
