@@ -841,18 +841,21 @@ mod tests {
         );
     }
 
+    /// The slot made in `dir`, holding the texts of execution `a` at `steps`: its path.
+    fn saved_steps(dir: &Path, steps: std::ops::RangeInclusive<usize>) -> PathBuf {
+        let mut t = take(dir);
+        let ours = t.ours.as_mut().unwrap();
+        for step in steps {
+            ours.append_then(Some("a"), &text("a", step), || {})
+                .unwrap();
+        }
+        ours.path().to_path_buf()
+    }
+
     #[test]
     fn a_delta_that_names_no_earlier_record_fails_the_read_and_changes_nothing() {
         let dir = tempfile::tempdir().unwrap();
-        let path = {
-            let mut t = take(dir.path());
-            let ours = t.ours.as_mut().unwrap();
-            for step in 10..=12 {
-                ours.append_then(Some("a"), &text("a", step), || {})
-                    .unwrap();
-            }
-            ours.path().to_path_buf()
-        };
+        let path = saved_steps(dir.path(), 10..=12);
         // Record 1 names record 7 as its base, its CRC-32 made right again.
         let mut bytes = std::fs::read(&path).unwrap();
         let first = u32::from_le_bytes(bytes[HEADER as usize + 4..][..4].try_into().unwrap());
@@ -906,15 +909,7 @@ mod tests {
         // the record then ends the slot (it was never acknowledged), it is not misread.
         for (torn, into) in [(1usize, *RECORD_MAGIC), (0, *DELTA_MAGIC)] {
             let dir = tempfile::tempdir().unwrap();
-            let path = {
-                let mut t = take(dir.path());
-                let ours = t.ours.as_mut().unwrap();
-                for step in 10..=13 {
-                    ours.append_then(Some("a"), &text("a", step), || {})
-                        .unwrap();
-                }
-                ours.path().to_path_buf()
-            };
+            let path = saved_steps(dir.path(), 10..=13);
             let mut bytes = std::fs::read(&path).unwrap();
             let mut at = HEADER as usize;
             for _ in 0..torn {
