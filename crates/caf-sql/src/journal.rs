@@ -390,10 +390,13 @@ impl<F: Fs> Slot<F> {
                 payload
             };
             self.texts += text.len() as u64;
-            if self.texts > self.size.saturating_mul(TEXT_PER_SLOT_BYTE) {
+            if self.texts > self.text_limit() {
                 return Err(io::Error::new(
                     io::ErrorKind::InvalidData,
-                    format!("journal record {number}: the records' texts exceed four times the slot's size"),
+                    format!(
+                        "journal record {number}: the records' texts exceed {TEXT_PER_SLOT_BYTE} \
+                         times the slot's size"
+                    ),
                 ));
             }
             texts.push(text);
@@ -468,20 +471,24 @@ impl<F: Fs> Slot<F> {
             self.empty()?;
         }
         let len = text.len() as u64;
-        if len > max_record() || self.texts + len > self.size.saturating_mul(TEXT_PER_SLOT_BYTE) {
+        if len > max_record() || self.texts + len > self.text_limit() {
             return Ok(None);
         }
         let base = key
             .and_then(|k| self.bases.iter().position(|b| b.key == k))
             .map(|at| self.bases.remove(at));
-        let delta = base.as_ref().and_then(|b| {
-            let ops = crate::journal_delta::encode(&b.text, text)?;
-            let mut payload = Vec::with_capacity(8 + ops.len());
-            payload.extend_from_slice(&b.number.to_le_bytes());
-            payload.extend_from_slice(&ops);
-            Some(payload)
+        // A delta is made in place in its record, behind the room for its header.
+        let mut record = Vec::new();
+        let delta = base.as_ref().is_some_and(|b| {
+            record.resize(RECORD as usize, 0);
+            record.extend_from_slice(&b.number.to_le_bytes());
+            crate::journal_delta::encode_into(&b.text, text, &mut record)
         });
-        let payload = delta.as_deref().unwrap_or(text);
+        let payload = if delta {
+            &record[RECORD as usize..]
+        } else {
+            text
+        };
         let plen = payload.len() as u64;
         if self.at + RECORD + plen > self.size {
             if let Some(b) = base {
@@ -489,29 +496,15 @@ impl<F: Fs> Slot<F> {
             }
             return Ok(None);
         }
-        let mut head = [0u8; RECORD as usize];
-        head[..4].copy_from_slice(if delta.is_some() {
-            DELTA_MAGIC
-        } else {
-            RECORD_MAGIC
-        });
-        head[4..8].copy_from_slice(&(plen as u32).to_le_bytes());
-        head[8..16].copy_from_slice(&self.generation.to_le_bytes());
-        head[16..24].copy_from_slice(&self.next.to_le_bytes());
-        let mut hasher = crc32fast::Hasher::new();
-        hasher.update(&head[covered(delta.is_some())..24]);
-        hasher.update(payload);
-        head[24..28].copy_from_slice(&hasher.finalize().to_le_bytes());
+        let head = self.head(delta, payload);
         self.file.seek(SeekFrom::Start(self.at))?;
-        if delta.is_some() {
+        if delta {
             // Small: in one write.
-            let mut record = Vec::with_capacity(head.len() + payload.len());
-            record.extend_from_slice(&head);
-            record.extend_from_slice(payload);
+            record[..RECORD as usize].copy_from_slice(&head);
             write_all(&self.fs, &self.file, &self.path, &record)?;
         } else {
             write_all(&self.fs, &self.file, &self.path, &head)?;
-            write_all(&self.fs, &self.file, &self.path, payload)?;
+            write_all(&self.fs, &self.file, &self.path, text)?;
         }
         self.fs
             .start_writing(&self.file, &self.path, self.at, RECORD + plen);
@@ -535,6 +528,25 @@ impl<F: Fs> Slot<F> {
             }
         }
         Ok(Some(number))
+    }
+
+    /// The header of the next record, a delta or a save's text, of `payload`.
+    fn head(&self, delta: bool, payload: &[u8]) -> [u8; RECORD as usize] {
+        let mut head = [0u8; RECORD as usize];
+        head[..4].copy_from_slice(if delta { DELTA_MAGIC } else { RECORD_MAGIC });
+        head[4..8].copy_from_slice(&(payload.len() as u32).to_le_bytes());
+        head[8..16].copy_from_slice(&self.generation.to_le_bytes());
+        head[16..24].copy_from_slice(&self.next.to_le_bytes());
+        let mut hasher = crc32fast::Hasher::new();
+        hasher.update(&head[covered(delta)..24]);
+        hasher.update(payload);
+        head[24..28].copy_from_slice(&hasher.finalize().to_le_bytes());
+        head
+    }
+
+    /// The most bytes of text this slot's records may stand for.
+    fn text_limit(&self) -> u64 {
+        self.size.saturating_mul(TEXT_PER_SLOT_BYTE)
     }
 
     /// The slot's generation (drawn anew each time it is emptied).

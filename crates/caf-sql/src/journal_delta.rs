@@ -36,12 +36,22 @@ const INSERT: u8 = b'I';
 /// The delta that rebuilds `text` from `base`, or `None` when it would not be less than half
 /// the text's size, when finding it would scan the texts more than [`FAR_SCANS`] times over,
 /// or when the text is too long for the layout.
+#[cfg(test)]
 pub(crate) fn encode(base: &[u8], text: &[u8]) -> Option<Vec<u8>> {
-    let len = u32::try_from(text.len()).ok()?;
-    u32::try_from(base.len()).ok()?;
-    let budget = text.len() / 2;
+    let mut out = Vec::new();
+    encode_into(base, text, &mut out).then_some(out)
+}
+
+/// Appends to `out` the delta that rebuilds `text` from `base` (see `encode`): whether it did;
+/// when not, what it appended is to be dropped.
+pub(crate) fn encode_into(base: &[u8], text: &[u8], out: &mut Vec<u8>) -> bool {
+    let (Ok(len), Ok(_)) = (u32::try_from(text.len()), u32::try_from(base.len())) else {
+        return false;
+    };
+    // The most the delta may take: less than half the text.
+    let budget = out.len() + text.len() / 2;
     let mut scans = FAR_SCANS * (text.len() + base.len());
-    let mut out = Vec::with_capacity(4096);
+    out.reserve(4096);
     out.extend_from_slice(&len.to_le_bytes());
     out.extend_from_slice(&crc32fast::hash(text).to_le_bytes());
     let (mut i, mut j) = (0, 0);
@@ -60,26 +70,27 @@ pub(crate) fn encode(base: &[u8], text: &[u8]) -> Option<Vec<u8>> {
                     _ => run,
                 }
             };
-            insert(&mut out, &text[pending..i]);
-            copy(&mut out, j, end);
+            insert(out, &text[pending..i]);
+            copy(out, j, end);
             i += end;
             j += end;
             pending = i;
             if out.len() > budget {
-                return None;
+                return false;
             }
             continue;
         }
-        match meet(text, i, base, j, &mut scans)? {
-            Some((a, b)) => {
+        match meet(text, i, base, j, &mut scans) {
+            Some(Some((a, b))) => {
                 i = a;
                 j = b;
             }
-            None => i = text.len(),
+            Some(None) => i = text.len(),
+            None => return false,
         }
     }
-    insert(&mut out, &text[pending..]);
-    (out.len() < budget).then_some(out)
+    insert(out, &text[pending..]);
+    out.len() < budget
 }
 
 /// Why a delta cannot be applied.

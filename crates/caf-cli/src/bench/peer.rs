@@ -273,16 +273,16 @@ impl<'a> SideBySide<'a> {
         peer: &'a PeerFigures,
         peer_async: Option<&'a PeerFigures>,
     ) -> Self {
-        let mut pooled: Vec<f64> = caf
-            .iter()
-            .flat_map(|f| f.append_floor_samples.iter().copied())
-            .collect();
-        let floor = rounded(median(&mut pooled));
-        let mut pages: Vec<f64> = caf
-            .iter()
-            .flat_map(|f| f.page_floor_samples.iter().copied())
-            .collect();
-        let page_floor = rounded(median(&mut pages));
+        // A floor's samples over every save of every caf mode of this run, median.
+        let pooled = |samples: fn(&Figures) -> &[f64]| {
+            let mut all: Vec<f64> = caf
+                .iter()
+                .flat_map(|f| samples(f).iter().copied())
+                .collect();
+            rounded(median(&mut all))
+        };
+        let floor = pooled(|f| &f.append_floor_samples);
+        let page_floor = pooled(|f| &f.page_floor_samples);
         let ratios = caf
             .iter()
             .map(|f| {
