@@ -121,13 +121,13 @@ fn after_a_crash_the_journal_brings_back_every_acknowledged_save() {
     let bytes = encode(torn).unwrap();
     std::fs::write(&path, &bytes[..bytes.len() / 2]).unwrap();
 
-    // The saves lost were journaled as deltas against their execution's save before.
+    // The saves lost were journaled as revisions of their execution's save before.
     let kinds = record_kinds(&dir.path().join("files/.caf/journal/slot-0"));
     assert_eq!(kinds.len(), run.len());
     let whole = kinds.iter().filter(|k| *k == b"cafr").count();
     assert_eq!(whole, 2, "each execution's first save whole: {kinds:?}");
     assert!(
-        kinds[kinds.len() - lost..].iter().all(|k| k == b"cafd"),
+        kinds[kinds.len() - lost..].iter().all(|k| k == b"cafv"),
         "{kinds:?}"
     );
 
@@ -138,7 +138,8 @@ fn after_a_crash_the_journal_brings_back_every_acknowledged_save() {
     assert_eq!(journaled(dir.path()).replayed(), 0);
 }
 
-/// The kind of each record in a journal slot (`cafr` a save's text, `cafd` a delta): records
+/// The kind of each record in a journal slot (`cafr` a save's text, `cafv` a revision, `cafd`
+/// a text delta): records
 /// start at 4 KiB, each a 32-byte header (its magic, then its payload's length) and the
 /// payload, at multiples of 8; the first header of the wrong magic ends them.
 fn record_kinds(slot: &Path) -> Vec<[u8; 4]> {
@@ -147,7 +148,7 @@ fn record_kinds(slot: &Path) -> Vec<[u8; 4]> {
     let mut kinds = Vec::new();
     while at + 32 <= journal.len() {
         let kind: [u8; 4] = journal[at..at + 4].try_into().unwrap();
-        if &kind != b"cafr" && &kind != b"cafd" {
+        if ![b"cafr", b"cafv", b"cafd"].contains(&&kind) {
             break;
         }
         kinds.push(kind);
@@ -166,7 +167,7 @@ fn a_torn_last_record_is_not_applied_and_those_before_it_are() {
     save_and_crash(dir.path(), &run);
     lose(dir.path(), &run[4..], Some(4));
     // Tear the last record: records start at 4 KiB, each a 32-byte header (its payload's
-    // length at bytes 4..8) and the payload (the save's text, or a delta against an earlier
+    // length at bytes 4..8) and the payload (the save's text, or a revision of an earlier
     // one), at multiples of 8.
     let slot = dir.path().join("files/.caf/journal/slot-0");
     let mut journal = std::fs::read(&slot).unwrap();

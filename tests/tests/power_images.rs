@@ -333,14 +333,17 @@ fn record_journaled(steps: usize) -> Recorded {
     let rec = Recorded::new(base_dir, run, fs.records(), Some(snapshots));
     let flushes = durable_points(&rec.records).len();
     assert!(flushes > 3, "the log was flushed {flushes} times");
-    // Most saves were journaled as deltas against the one before (a record's header starts
+    // Most saves were journaled as revisions of the one before (a record's header starts
     // with its kind): the images cut them short and replay them.
-    let deltas = rec
+    let revisions = rec
         .records
         .iter()
-        .filter(|r| matches!(&r.op, Op::Write { bytes, .. } if bytes.starts_with(b"cafd")))
+        .filter(|r| matches!(&r.op, Op::Write { bytes, .. } if bytes.starts_with(b"cafv")))
         .count();
-    assert!(deltas > steps / 2, "{deltas} deltas in {steps} saves");
+    assert!(
+        revisions > steps / 2,
+        "{revisions} revisions in {steps} saves"
+    );
     rec
 }
 

@@ -3,23 +3,26 @@
 //! A **slot** is a file under `DIR/.caf/journal/` that one store at a time holds, locked. Its
 //! first 4 KiB are a header (a generation number, drawn anew each time the slot is emptied);
 //! then come **records**, one per save, behind a 32-byte header holding their length, the
-//! generation, the record's number and a CRC-32 of all that. A record is either the save's
-//! encoded bytes (the checksum not yet computed, see [`caf_core::format::Unsealed`]), or, when
-//! the slot holds an earlier save of the same execution, a **delta**: the number of that
-//! earlier record and how the text differs from its text ([`crate::journal_delta`]), a few KB
-//! where the text is a hundred or more. A slot is written in full with zeros when it is made,
-//! so that appending a record changes no metadata and its `fdatasync` writes the record alone,
-//! as SQLite's reused write-ahead log does.
+//! generation, the record's number and a CRC-32 of all that. A record is of one of three
+//! [`Kind`]s: a save's encoded bytes (the checksum not yet computed, see
+//! [`caf_core::format::Unsealed`]); a **revision**, the number of the execution's record before
+//! and what changed since (its own format and meaning: [`crate::journal_revision`]); or a text
+//! **delta**, the number of an earlier record and how the text differs from its text
+//! ([`crate::journal_delta`]: what the journal wrote before revisions, still read). A slot is
+//! written in full with zeros when it is made, so that appending a record changes no metadata
+//! and its `fdatasync` writes the record alone, as SQLite's reused write-ahead log does.
 //!
-//! A delta record's CRC-32 covers its magic as well (a whole record's, as before, does not).
+//! A delta's or a revision's CRC-32 covers its magic as well (a whole record's, as before,
+//! does not).
 //!
 //! Reading a slot back keeps the records of its generation numbered 0, 1, 2… up to the first
 //! one that is missing, torn or of an older generation: exactly the saves appended since the
 //! slot was last emptied, an append cut off by a power loss excepted. Each delta is rebuilt
 //! against the text of the record it names, which comes before it; a delta that does not
 //! rebuild exactly its text (its own CRC-32) makes reading the slot fail, and nothing in it is
-//! applied or emptied. The texts a slot's records rebuild add up to at most four times its
-//! size: reading one back holds no more than that.
+//! applied or emptied. Revisions are read back as they are, for the store to apply. The texts
+//! and revisions a slot's records stand for add up to at most four times its size: reading one
+//! back holds no more than that.
 
 use caf_core::store::{write_all, Fs};
 use std::fs::File;
@@ -43,26 +46,62 @@ fn max_record() -> u64 {
 const HEADER: u64 = 4096;
 const MAGIC: &[u8; 8] = b"cafjrnl1";
 const RECORD_MAGIC: &[u8; 4] = b"cafr";
-/// The magic of a record that is a delta against an earlier one.
+/// The magic of a record that is a text delta against an earlier one.
 const DELTA_MAGIC: &[u8; 4] = b"cafd";
-/// Where a record's CRC-32 starts in its header: a delta's covers its magic too, so that a
-/// record whose magic is torn (an older record's left on disk, where a header straddles two
-/// pages) is never read as the other kind; a whole record's does not (as before deltas: the
-/// slots written then still read).
-fn covered(delta: bool) -> usize {
-    if delta {
-        0
-    } else {
-        4
+/// The magic of a record that is a revision of an earlier one.
+const REVISION_MAGIC: &[u8; 4] = b"cafv";
+
+/// What a record holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// A save's text.
+    Text,
+    /// The number of an earlier record (u64), then how this text differs from its text.
+    Delta,
+    /// A revision of an earlier record ([`crate::journal_revision`]).
+    Revision,
+}
+
+impl Kind {
+    fn magic(self) -> &'static [u8; 4] {
+        match self {
+            Kind::Text => RECORD_MAGIC,
+            Kind::Delta => DELTA_MAGIC,
+            Kind::Revision => REVISION_MAGIC,
+        }
+    }
+
+    fn of(magic: &[u8]) -> Option<Self> {
+        [Kind::Text, Kind::Delta, Kind::Revision]
+            .into_iter()
+            .find(|k| k.magic() == magic)
+    }
+
+    /// Where the record's CRC-32 starts in its header: a delta's and a revision's cover their
+    /// magic too, so that a record whose magic is torn (an older record's left on disk, where
+    /// a header straddles two pages) is never read as another kind; a text's does not (as
+    /// before deltas: the slots written then still read).
+    fn covered(self) -> usize {
+        match self {
+            Kind::Text => 4,
+            Kind::Delta | Kind::Revision => 0,
+        }
     }
 }
 
-/// The texts of a slot's records add up to at most this many times its size.
+/// A record read back.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Record {
+    /// A save's text (a delta's rebuilt).
+    Text(Vec<u8>),
+    /// A revision, as written ([`crate::journal_revision`]).
+    Revision(Vec<u8>),
+}
+
+/// The texts (deltas rebuilt) and revisions of a slot's records read back add up to at most
+/// this many times its size (deltas, written before revisions, stood for far more text than
+/// their bytes).
 const TEXT_PER_SLOT_BYTE: u64 = 4;
-/// How many executions' last text a slot keeps, to journal their next save as a delta.
-const BASES: usize = 32;
-/// The most bytes of text a slot keeps for that.
-const BASES_BYTES: usize = 32 << 20;
 /// A record's header: magic, length, generation, number, CRC-32, padding.
 const RECORD: u64 = 32;
 
@@ -88,19 +127,11 @@ pub(crate) struct Slot<F: Fs> {
     /// Emptying it failed: the header on disk may state another generation than the records
     /// would carry, so nothing is appended until it is emptied.
     broken: bool,
-    /// The bytes of text its records (of this generation) stand for, deltas rebuilt.
-    texts: u64,
-    /// The last text journaled for each of the executions saved last, in this generation:
-    /// least recently saved first.
-    bases: Vec<Base>,
-}
-
-/// A record's text, kept to journal the next save of its execution as a delta against it.
-#[derive(Debug)]
-struct Base {
-    key: String,
-    number: u64,
-    text: Vec<u8>,
+    /// Counts the times its records were dropped (emptied, or read anew): a record number is
+    /// that of one record only within an epoch.
+    epoch: u64,
+    /// Where the last record appended starts, while it may be withdrawn.
+    last: Option<u64>,
 }
 
 /// The slots a store took when it opened.
@@ -121,7 +152,7 @@ pub(crate) struct Held {
     pub(crate) name: String,
     pub(crate) generation: u64,
     /// Each record with its number, in order.
-    pub(crate) records: Vec<(u64, Vec<u8>)>,
+    pub(crate) records: Vec<(u64, Record)>,
 }
 
 impl<F: Fs> Slot<F> {
@@ -210,8 +241,8 @@ impl<F: Fs> Slot<F> {
             next: 0,
             at: HEADER,
             broken: false,
-            texts: 0,
-            bases: Vec::new(),
+            epoch: 0,
+            last: None,
         }
     }
 
@@ -338,9 +369,9 @@ impl<F: Fs> Slot<F> {
         self.file.seek(SeekFrom::Start(0))?;
         write_all(&self.fs, &self.file, &self.path, &header)?;
         self.next = 0;
+        self.last = None;
         self.at = HEADER;
-        self.texts = 0;
-        self.bases.clear();
+        self.epoch += 1;
         Ok(())
     }
 
@@ -354,43 +385,55 @@ impl<F: Fs> Slot<F> {
         Ok(())
     }
 
-    /// The texts of the slot's generation's records, in order, deltas rebuilt; the slot then
-    /// appends after them. An error if a delta does not rebuild its text.
-    pub(crate) fn read(&mut self) -> io::Result<Vec<Vec<u8>>> {
+    /// The slot's generation's records, in order, deltas rebuilt; the slot then appends after
+    /// them. An error if a delta does not rebuild its text.
+    pub(crate) fn read(&mut self) -> io::Result<Vec<Record>> {
         self.next = 0;
+        self.last = None;
         self.at = HEADER;
-        self.texts = 0;
-        self.bases.clear();
+        self.epoch += 1;
         if self.generation_read().is_none() {
             // Never written in full, or cut off while being emptied: nothing in it counts.
             self.empty()?;
             return Ok(Vec::new());
         }
-        let mut texts: Vec<Vec<u8>> = Vec::new();
-        while let Some((delta, payload)) = self.read_record()? {
-            let number = texts.len();
-            let text = if delta {
-                let bad = |why: String| {
-                    io::Error::new(
-                        io::ErrorKind::InvalidData,
-                        format!("journal record {number} cannot be rebuilt: {why}"),
+        let mut records: Vec<Record> = Vec::new();
+        // The bytes of text and revisions they stand for.
+        let mut texts = 0;
+        while let Some((kind, payload)) = self.read_record()? {
+            let number = records.len();
+            let record = match kind {
+                Kind::Text => Record::Text(payload),
+                Kind::Revision => Record::Revision(payload),
+                Kind::Delta => {
+                    let bad = |why: String| {
+                        io::Error::new(
+                            io::ErrorKind::InvalidData,
+                            format!("journal record {number} cannot be rebuilt: {why}"),
+                        )
+                    };
+                    let (head, ops) = payload
+                        .split_at_checked(8)
+                        .ok_or_else(|| bad("cut short".into()))?;
+                    let base = u64::from_le_bytes(head.try_into().unwrap_or_default());
+                    let base = match usize::try_from(base).ok().and_then(|b| records.get(b)) {
+                        Some(Record::Text(text)) => text,
+                        _ => {
+                            return Err(bad(format!(
+                                "its base, record {base}, is not a text before it"
+                            )))
+                        }
+                    };
+                    Record::Text(
+                        crate::journal_delta::apply(base, ops, max_record())
+                            .map_err(|e| bad(e.to_string()))?,
                     )
-                };
-                let (head, ops) = payload
-                    .split_at_checked(8)
-                    .ok_or_else(|| bad("cut short".into()))?;
-                let base = u64::from_le_bytes(head.try_into().unwrap_or_default());
-                let base = usize::try_from(base)
-                    .ok()
-                    .and_then(|b| texts.get(b))
-                    .ok_or_else(|| bad(format!("its base, record {base}, is not before it")))?;
-                crate::journal_delta::apply(base, ops, max_record())
-                    .map_err(|e| bad(e.to_string()))?
-            } else {
-                payload
+                }
             };
-            self.texts += text.len() as u64;
-            if self.texts > self.text_limit() {
+            texts += match &record {
+                Record::Text(t) | Record::Revision(t) => t.len() as u64,
+            };
+            if texts > self.size.saturating_mul(TEXT_PER_SLOT_BYTE) {
                 return Err(io::Error::new(
                     io::ErrorKind::InvalidData,
                     format!(
@@ -399,14 +442,14 @@ impl<F: Fs> Slot<F> {
                     ),
                 ));
             }
-            texts.push(text);
+            records.push(record);
         }
-        Ok(texts)
+        Ok(records)
     }
 
-    /// The record at the end of those read so far, if it is whole and the next one: whether it
-    /// is a delta, and its payload.
-    fn read_record(&mut self) -> io::Result<Option<(bool, Vec<u8>)>> {
+    /// The record at the end of those read so far, if it is whole and the next one: its kind
+    /// and payload.
+    fn read_record(&mut self) -> io::Result<Option<(Kind, Vec<u8>)>> {
         if self.at + RECORD > self.size {
             return Ok(None);
         }
@@ -418,9 +461,10 @@ impl<F: Fs> Slot<F> {
             head[4..8].try_into().unwrap_or_default(),
         ));
         let crc = u32::from_le_bytes(head[24..28].try_into().unwrap_or_default());
-        let delta = &head[..4] == DELTA_MAGIC;
-        if (&head[..4] != RECORD_MAGIC && !delta)
-            || word(8) != self.generation
+        let Some(kind) = Kind::of(&head[..4]) else {
+            return Ok(None);
+        };
+        if word(8) != self.generation
             || word(16) != self.next
             || len > max_record()
             || self.at + RECORD + len > self.size
@@ -430,13 +474,13 @@ impl<F: Fs> Slot<F> {
         let mut payload = vec![0u8; len as usize];
         self.file.read_exact(&mut payload)?;
         let mut hasher = crc32fast::Hasher::new();
-        hasher.update(&head[covered(delta)..24]);
+        hasher.update(&head[kind.covered()..24]);
         hasher.update(&payload);
         if hasher.finalize() != crc {
             return Ok(None);
         }
         self.advance(len);
-        Ok(Some((delta, payload)))
+        Ok(Some((kind, payload)))
     }
 
     fn advance(&mut self, len: u64) {
@@ -448,105 +492,95 @@ impl<F: Fs> Slot<F> {
     /// written) when the slot has no room for it.
     #[cfg(test)]
     pub(crate) fn append(&mut self, text: &[u8]) -> io::Result<Option<u64>> {
-        self.append_then(None, text, || {})
+        self.append_then(Kind::Text, text, || Ok(()))
     }
 
-    /// [`append`](Self::append), running `meanwhile` once the record is written, while the
-    /// disk writes it (the kernel is asked to start at once), before the flush that makes it
-    /// durable: a caller's work that does not depend on the flush costs it no time. Not run
-    /// when there is no room (nothing written) or the write fails.
+    /// Appends `payload`, a record of `kind`, as the next record and flushes it: its number,
+    /// or `None` (nothing written) when the slot has no room for it.
     ///
-    /// With a `key` (the save's execution), the record is a delta against the last text
-    /// appended with that key in this generation, when there is one and the delta is less than
-    /// half the text; the text is kept (copied while the disk writes) for the next.
+    /// `meanwhile` runs once the record is written, before its flush: to hand work to another
+    /// thread, which then runs while the disk flushes. It is not run when there is no room
+    /// (nothing written) or the write fails. When it fails, the record is **withdrawn** (see
+    /// [`Slot::withdraw_last`]) and its error returned.
     pub(crate) fn append_then(
         &mut self,
-        key: Option<&str>,
-        text: &[u8],
-        meanwhile: impl FnOnce(),
+        kind: Kind,
+        payload: &[u8],
+        meanwhile: impl FnOnce() -> io::Result<()>,
     ) -> io::Result<Option<u64>> {
         if self.broken {
             // Its emptying failed; what it held was on disk elsewhere then, and nothing was
             // appended since.
             self.empty()?;
         }
-        let len = text.len() as u64;
-        if len > max_record() || self.texts + len > self.text_limit() {
+        let len = payload.len() as u64;
+        if len > max_record() || self.at + RECORD + len > self.size {
             return Ok(None);
         }
-        let base = key
-            .and_then(|k| self.bases.iter().position(|b| b.key == k))
-            .map(|at| self.bases.remove(at));
-        // A delta is made in place in its record, behind the room for its header.
-        let mut record = Vec::new();
-        let delta = base.as_ref().is_some_and(|b| {
-            record.resize(RECORD as usize, 0);
-            record.extend_from_slice(&b.number.to_le_bytes());
-            crate::journal_delta::encode_into(&b.text, text, &mut record)
-        });
-        let payload = if delta {
-            &record[RECORD as usize..]
-        } else {
-            text
-        };
-        let plen = payload.len() as u64;
-        if self.at + RECORD + plen > self.size {
-            if let Some(b) = base {
-                self.bases.push(b);
-            }
-            return Ok(None);
-        }
-        let head = self.head(delta, payload);
+        let head = self.head(kind, payload);
         self.file.seek(SeekFrom::Start(self.at))?;
-        if delta {
+        if payload.len() <= 64 << 10 {
             // Small: in one write.
-            record[..RECORD as usize].copy_from_slice(&head);
+            let mut record = Vec::with_capacity(RECORD as usize + payload.len());
+            record.extend_from_slice(&head);
+            record.extend_from_slice(payload);
             write_all(&self.fs, &self.file, &self.path, &record)?;
         } else {
             write_all(&self.fs, &self.file, &self.path, &head)?;
-            write_all(&self.fs, &self.file, &self.path, text)?;
+            write_all(&self.fs, &self.file, &self.path, payload)?;
         }
-        self.fs
-            .start_writing(&self.file, &self.path, self.at, RECORD + plen);
-        meanwhile();
-        // The next save's base, copied while the disk writes (into the last one's memory).
-        let kept = key.filter(|_| text.len() <= BASES_BYTES).map(|k| {
-            let mut kept = base.map(|b| b.text).unwrap_or_default();
-            kept.clear();
-            kept.extend_from_slice(text);
-            (k.to_owned(), kept)
-        });
+        if let Err(e) = meanwhile() {
+            self.withdraw_at(self.at)?;
+            return Err(e);
+        }
         self.fs.sync_data(&self.file, &self.path)?;
         let number = self.next;
-        self.advance(plen);
-        self.texts += len;
-        if let Some((key, text)) = kept {
-            self.bases.push(Base { key, number, text });
-            let mut bytes: usize = self.bases.iter().map(|b| b.text.len()).sum();
-            while self.bases.len() > BASES || bytes > BASES_BYTES {
-                bytes -= self.bases.remove(0).text.len();
-            }
-        }
+        self.last = Some(self.at);
+        self.advance(len);
         Ok(Some(number))
     }
 
-    /// The header of the next record, a delta or a save's text, of `payload`.
-    fn head(&self, delta: bool, payload: &[u8]) -> [u8; RECORD as usize] {
+    /// Withdraws the last record appended, `number`, when no other was appended since: its
+    /// header is overwritten with zeros and flushed, so that the slot ends before it, as if it
+    /// had never been appended (for a save that failed once it was journaled). Whether it did.
+    pub(crate) fn withdraw_last(&mut self, number: u64) -> io::Result<bool> {
+        match self.last {
+            Some(at) if number + 1 == self.next => {
+                self.withdraw_at(at)?;
+                self.at = at;
+                self.next = number;
+                self.last = None;
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
+    }
+
+    /// Overwrites the header of the record at `at` with zeros and flushes it.
+    fn withdraw_at(&mut self, at: u64) -> io::Result<()> {
+        self.file.seek(SeekFrom::Start(at))?;
+        write_all(&self.fs, &self.file, &self.path, &[0u8; RECORD as usize])?;
+        self.fs.sync_data(&self.file, &self.path)
+    }
+
+    /// The header of the next record, of `kind`, holding `payload`.
+    fn head(&self, kind: Kind, payload: &[u8]) -> [u8; RECORD as usize] {
         let mut head = [0u8; RECORD as usize];
-        head[..4].copy_from_slice(if delta { DELTA_MAGIC } else { RECORD_MAGIC });
+        head[..4].copy_from_slice(kind.magic());
         head[4..8].copy_from_slice(&(payload.len() as u32).to_le_bytes());
         head[8..16].copy_from_slice(&self.generation.to_le_bytes());
         head[16..24].copy_from_slice(&self.next.to_le_bytes());
         let mut hasher = crc32fast::Hasher::new();
-        hasher.update(&head[covered(delta)..24]);
+        hasher.update(&head[kind.covered()..24]);
         hasher.update(payload);
         head[24..28].copy_from_slice(&hasher.finalize().to_le_bytes());
         head
     }
 
-    /// The most bytes of text this slot's records may stand for.
-    fn text_limit(&self) -> u64 {
-        self.size.saturating_mul(TEXT_PER_SLOT_BYTE)
+    /// How many times its records were dropped: a record number names one record only within
+    /// an epoch.
+    pub(crate) fn epoch(&self) -> u64 {
+        self.epoch
     }
 
     /// The slot's generation (drawn anew each time it is emptied).
@@ -605,11 +639,15 @@ mod tests {
         vec![n; 1000 + usize::from(n)]
     }
 
-    /// Every record taken, in order.
+    /// Every record taken, in order (a revision's payload as it is).
     fn records(t: &Taken<RealFs>) -> Vec<Vec<u8>> {
         t.records
             .iter()
-            .flat_map(|h| h.records.iter().map(|(_, r)| r.clone()))
+            .flat_map(|h| {
+                h.records.iter().map(|(_, r)| match r {
+                    Record::Text(t) | Record::Revision(t) => t.clone(),
+                })
+            })
             .collect()
     }
 
@@ -659,7 +697,10 @@ mod tests {
         let payload = record(5);
         let mut seen = Vec::new();
         let number = ours
-            .append_then(None, &payload, || seen.push(std::fs::read(&path).unwrap()))
+            .append_then(Kind::Text, &payload, || {
+                seen.push(std::fs::read(&path).unwrap());
+                Ok(())
+            })
             .unwrap();
         assert_eq!(number, Some(0));
         assert_eq!(seen.len(), 1, "run once");
@@ -672,7 +713,11 @@ mod tests {
         // No room: nothing written, and the work is not run.
         let big = vec![7u8; (DEFAULT_SLOT_BYTES - HEADER - 2 * RECORD) as usize];
         let mut ran = false;
-        assert_eq!(ours.append_then(None, &big, || ran = true).unwrap(), None);
+        let no_room = ours.append_then(Kind::Text, &big, || {
+            ran = true;
+            Ok(())
+        });
+        assert_eq!(no_room.unwrap(), None);
         assert!(!ran);
         drop(t);
         assert_eq!(records(&take(dir.path())), vec![payload]);
@@ -809,57 +854,63 @@ mod tests {
             .collect()
     }
 
+    /// Appends `text` of execution `key` as the journal wrote it before revisions: a delta
+    /// against the key's last text, if `bases` holds it, and whole otherwise.
+    fn append_as_before(
+        ours: &mut Slot<RealFs>,
+        bases: &mut std::collections::HashMap<String, (u64, Vec<u8>)>,
+        key: &str,
+        text: &[u8],
+    ) -> u64 {
+        let delta = bases.get(key).and_then(|(number, base)| {
+            let ops = crate::journal_delta::encode(base, text)?;
+            Some([number.to_le_bytes().as_slice(), &ops].concat())
+        });
+        let n = match &delta {
+            Some(payload) => ours.append_then(Kind::Delta, payload, || Ok(())),
+            None => ours.append(text),
+        };
+        let n = n.unwrap().unwrap();
+        bases.insert(key.to_owned(), (n, text.to_vec()));
+        n
+    }
+
     #[test]
-    fn saves_of_an_execution_are_journaled_as_deltas_and_read_back_whole() {
+    fn text_deltas_written_before_revisions_are_read_back_whole() {
         let dir = tempfile::tempdir().unwrap();
         let mut written = Vec::new();
         let path = {
             let mut t = take(dir.path());
             let ours = t.ours.as_mut().unwrap();
+            let mut bases = std::collections::HashMap::new();
             for step in 10..=40 {
                 for exec in ["a", "b"] {
                     let text = text(exec, step);
-                    let n = ours.append_then(Some(exec), &text, || {}).unwrap();
-                    assert_eq!(n, Some(written.len() as u64));
+                    let n = append_as_before(ours, &mut bases, exec, &text);
+                    assert_eq!(n, written.len() as u64);
                     written.push(text);
                 }
             }
-            let texts: u64 = written.iter().map(|t| t.len() as u64).sum();
-            assert!(
-                ours.at - HEADER < texts / 5,
-                "{} bytes of records for {texts} bytes of text",
-                ours.at - HEADER
-            );
             ours.path().to_path_buf()
         };
-        // Each execution's first save is whole, the next ones deltas.
         let kinds = magics(&path, 6);
         assert_eq!(&kinds[..2], &[*RECORD_MAGIC, *RECORD_MAGIC]);
         assert!(kinds[2..].iter().all(|m| m == DELTA_MAGIC));
-        let mut t = take(dir.path());
-        assert_eq!(records(&t), written, "every text rebuilt, byte for byte");
-        // After emptying, nothing is a delta against what the slot no longer holds.
-        let ours = t.ours.as_mut().unwrap();
-        ours.empty().unwrap();
-        for step in [31, 32] {
-            ours.append_then(Some("a"), &text("a", step), || {})
-                .unwrap();
-        }
-        drop(t);
-        assert_eq!(magics(&path, 2), vec![*RECORD_MAGIC, *DELTA_MAGIC]);
         assert_eq!(
             records(&take(dir.path())),
-            vec![text("a", 31), text("a", 32)]
+            written,
+            "every text rebuilt, byte for byte"
         );
     }
 
-    /// The slot made in `dir`, holding the texts of execution `a` at `steps`: its path.
+    /// The slot made in `dir`, holding the texts of execution `a` at `steps` (the first whole,
+    /// the others deltas): its path.
     fn saved_steps(dir: &Path, steps: std::ops::RangeInclusive<usize>) -> PathBuf {
         let mut t = take(dir);
         let ours = t.ours.as_mut().unwrap();
+        let mut bases = std::collections::HashMap::new();
         for step in steps {
-            ours.append_then(Some("a"), &text("a", step), || {})
-                .unwrap();
+            append_as_before(ours, &mut bases, "a", &text("a", step));
         }
         ours.path().to_path_buf()
     }
@@ -897,29 +948,49 @@ mod tests {
     }
 
     #[test]
-    fn a_slot_stands_for_at_most_four_times_its_size_in_text() {
+    fn a_slot_that_stands_for_more_than_four_times_its_size_in_text_is_refused() {
         let dir = tempfile::tempdir().unwrap();
         let mut t = Slot::take_all(&RealFs, dir.path(), MIN_SLOT_BYTES).unwrap();
         let ours = t.ours.as_mut().unwrap();
         let text = vec![b'x'; 3000];
-        let mut taken = 0;
-        while ours.append_then(Some("a"), &text, || {}).unwrap().is_some() {
-            taken += 1;
+        assert_eq!(ours.append(&text).unwrap(), Some(0));
+        // Deltas of a few bytes, each standing for 3000 bytes of text.
+        let delta = crate::journal_delta::encode(&text, &text).unwrap();
+        let payload = [0u64.to_le_bytes().as_slice(), &delta].concat();
+        let mut n = 1;
+        while ours
+            .append_then(Kind::Delta, &payload, || Ok(()))
+            .unwrap()
+            .is_some()
+        {
+            n += 1;
         }
-        assert_eq!(taken, (4 * MIN_SLOT_BYTES / 3000) as usize);
-        assert!(
-            ours.at + 2 * RECORD < ours.size,
-            "room for another delta was left in the file itself"
-        );
+        assert!(n * 3000 > 4 * MIN_SLOT_BYTES, "only {n} records");
+        let path = ours.path().to_path_buf();
         drop(t);
-        assert_eq!(records(&take(dir.path())).len(), taken);
+        let before = std::fs::read(&path).unwrap();
+        let e = Slot::take_all(&RealFs, dir.path(), MIN_SLOT_BYTES)
+            .err()
+            .unwrap();
+        assert_eq!(e.kind(), io::ErrorKind::InvalidData);
+        assert!(e.to_string().contains("exceed 4 times"), "{e}");
+        assert_eq!(
+            std::fs::read(&path).unwrap(),
+            before,
+            "the slot is left as it was"
+        );
     }
 
     #[test]
     fn a_record_whose_magic_is_of_the_other_kind_ends_the_slot() {
         // A power cut can leave an older record's magic where a header straddles two pages:
         // the record then ends the slot (it was never acknowledged), it is not misread.
-        for (torn, into) in [(1usize, *RECORD_MAGIC), (0, *DELTA_MAGIC)] {
+        for (torn, into) in [
+            (1usize, *RECORD_MAGIC),
+            (0, *DELTA_MAGIC),
+            (0, *REVISION_MAGIC),
+            (1, *REVISION_MAGIC),
+        ] {
             let dir = tempfile::tempdir().unwrap();
             let path = saved_steps(dir.path(), 10..=13);
             let mut bytes = std::fs::read(&path).unwrap();
@@ -937,10 +1008,57 @@ mod tests {
     }
 
     #[test]
-    fn an_append_that_fails_leaves_no_delta_against_it() {
+    fn an_append_whose_work_fails_is_withdrawn_and_the_next_takes_its_place() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut t = take(dir.path());
+        let ours = t.ours.as_mut().unwrap();
+        assert_eq!(ours.append(&record(1)).unwrap(), Some(0));
+        let failed = ours.append_then(Kind::Revision, &record(2), || {
+            Err(io::Error::other("the work failed"))
+        });
+        assert_eq!(failed.unwrap_err().to_string(), "the work failed");
+        drop(t);
+        // Its record was written, then withdrawn: the slot ends before it.
+        let mut t = take(dir.path());
+        assert_eq!(records(&t), vec![record(1)]);
+        let ours = t.ours.as_mut().unwrap();
+        assert_eq!(ours.append(&record(3)).unwrap(), Some(1));
+        drop(t);
+        assert_eq!(records(&take(dir.path())), vec![record(1), record(3)]);
+    }
+
+    #[test]
+    fn only_the_last_record_is_withdrawn_and_the_next_takes_its_place() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut t = take(dir.path());
+        let ours = t.ours.as_mut().unwrap();
+        for n in 1..=3 {
+            ours.append(&record(n)).unwrap();
+        }
+        assert!(!ours.withdraw_last(1).unwrap(), "not the last record");
+        assert!(ours.withdraw_last(2).unwrap());
+        assert!(!ours.withdraw_last(2).unwrap(), "withdrawn already");
+        drop(t);
+        // Flushed: the slot ends before it, and the next append takes its number and place.
+        let mut t = take(dir.path());
+        assert_eq!(records(&t), vec![record(1), record(2)]);
+        assert_eq!(
+            t.ours.as_mut().unwrap().append(&record(4)).unwrap(),
+            Some(2)
+        );
+        drop(t);
+        assert_eq!(
+            records(&take(dir.path())),
+            vec![record(1), record(2), record(4)]
+        );
+    }
+
+    #[test]
+    fn an_append_that_fails_leaves_the_records_before_it() {
         use caf_core::store::{Fault, TestFs};
         // Each operation of an append in turn (its write, its flush) fails once; the next
-        // appends go on, and the slot reads back exactly the texts whose appends succeeded.
+        // appends go on, numbered after the last that succeeded, and the slot reads back
+        // exactly the records whose appends succeeded.
         for nth in 1..=2 {
             let dir = tempfile::tempdir().unwrap();
             let fs = TestFs::new();
@@ -952,7 +1070,7 @@ mod tests {
                     fs.arm(nth, Fault::Eio, false);
                 }
                 let text = text("a", step);
-                if let Ok(Some(n)) = ours.append_then(Some("a"), &text, || {}) {
+                if let Ok(Some(n)) = ours.append(&text) {
                     assert_eq!(n, kept.len() as u64);
                     kept.push(text);
                 }
@@ -965,11 +1083,7 @@ mod tests {
                 6,
                 "only the armed append failed (operation {nth})"
             );
-            let path = ours.path().to_path_buf();
             drop(t);
-            // After the failure the next save is whole: its base may not be on disk.
-            let kinds = magics(&path, 6);
-            assert_eq!(kinds[3], *RECORD_MAGIC, "operation {nth}: {kinds:?}");
             assert_eq!(records(&take(dir.path())), kept, "operation {nth}");
         }
     }

@@ -1,8 +1,11 @@
 //! [`JournaledStore`]: a hybrid store whose saves are durable after one append to a journal.
 
+mod helper;
+
 use crate::hash_pace::HashPace;
-use crate::journal::{Held, Slot, Taken, DEFAULT_SLOT_BYTES, MIN_SLOT_BYTES};
+use crate::journal::{Held, Kind, Record, Slot, Taken, DEFAULT_SLOT_BYTES, MIN_SLOT_BYTES};
 use crate::journal_marks::JournalMark;
+use crate::journal_revision::{self as revision, Bases};
 use crate::stager::FileBytes;
 use crate::HybridStore;
 use caf_core::format::{Checkpoint, Limits, Unsealed};
@@ -12,7 +15,7 @@ use caf_core::{
     CheckpointId, CheckpointStore, CheckpointSummary, DamagedCheckpoint, Error, ExecutionId,
     ListFilter, LoadSource, Result,
 };
-use std::borrow::Cow;
+use helper::Helper;
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
@@ -39,6 +42,9 @@ struct Shared<F: Fs> {
     /// The store's journal slot; held while a save is appended and queued, so that the queue
     /// keeps the journal's order.
     slot: Mutex<Slot<F>>,
+    /// The checkpoint journaled last for each execution saved last (locked only while `slot`
+    /// is).
+    bases: Mutex<Bases>,
     queue: Mutex<Queue>,
     /// Wakes the writer (a job, or stop).
     work: Condvar,
@@ -53,7 +59,9 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 /// A [`HybridStore`] whose saves are durable after **one flush: an append to the store's
-/// journal** (`DIR/.caf/journal/`), the save's encoded bytes in one record. A writer thread
+/// journal** (`DIR/.caf/journal/`), the save in one record: its encoded bytes, or, mostly, a
+/// revision of its execution's save before (what changed; the text is encoded by a helper
+/// thread while the record is flushed, see `journal_revision.rs`). A writer thread
 /// then writes the checkpoint's file and rows, without flushing them; the saves queued while
 /// it writes go together next time, their rows in one transaction.
 ///
@@ -76,6 +84,8 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 pub struct JournaledStore<F: Fs = RealFs> {
     shared: Arc<Shared<F>>,
     writer: Option<JoinHandle<()>>,
+    /// Encodes a save's text while its record is flushed.
+    helper: Helper,
     replayed: usize,
 }
 
@@ -95,9 +105,8 @@ pub struct JournalOptions {
     /// The size of the store's journal slot, in bytes, written in full (zeros) when it is made
     /// (16 MiB by default; from 8 KiB to 1 GiB). A smaller slot made earlier grows to it, its
     /// records kept. A save larger than an empty slot (or than a checkpoint file may be, 64
-    /// MiB) is saved as the hybrid store saves, with its own flushes. Most records are deltas
-    /// against the execution's save before, a few KB; the texts a slot's records stand for add
-    /// up to at most four times its size (what reading it back after a crash holds in memory).
+    /// MiB) is saved as the hybrid store saves, with its own flushes. Most records are
+    /// revisions of the execution's save before, a few KB.
     pub slot_bytes: u64,
 }
 
@@ -165,6 +174,7 @@ impl<F: Fs> JournaledStore<F> {
             mark: format!("{store_id}/{}", ours.name()),
             hybrid,
             slot: Mutex::new(ours),
+            bases: Mutex::new(Bases::default()),
             queue: Mutex::new(Queue {
                 jobs: VecDeque::new(),
                 busy: false,
@@ -192,6 +202,7 @@ impl<F: Fs> JournaledStore<F> {
         Ok(Ok(Self {
             shared,
             writer: Some(writer),
+            helper: Helper::start(),
             replayed,
         }))
     }
@@ -338,9 +349,10 @@ fn empty<F: Fs>(shared: &Shared<F>, slot: &mut Slot<F>) -> Result<()> {
 }
 
 /// Saves again what the journal slots `held` hold after their writer's mark (see
-/// [`crate::journal_marks`]): the last record of each checkpoint, unless the
-/// database and the checkpoint's file both hold exactly it, through the hybrid store's flushed
-/// save. How many it saved.
+/// [`crate::journal_marks`]): the last record of each checkpoint, unless the database and the
+/// checkpoint's file both hold exactly it, through the hybrid store's flushed save. A text is
+/// saved as it is; a revision is applied to the checkpoint its base record holds (which may
+/// come before the mark) and encoded. How many it saved.
 fn apply<F: Fs>(
     hybrid: &HybridStore<F>,
     held: Vec<Held>,
@@ -348,7 +360,8 @@ fn apply<F: Fs>(
     journal: &std::path::Path,
 ) -> Result<usize> {
     let mut last: HashMap<CheckpointId, usize> = HashMap::new();
-    let mut decoded = Vec::new();
+    // Each checkpoint to save again, with its file's bytes when the journal held them.
+    let mut decoded: Vec<(Checkpoint, Option<Vec<u8>>)> = Vec::new();
     for slot in held {
         let mark = hybrid
             .sql()
@@ -358,7 +371,9 @@ fn apply<F: Fs>(
             Some((generation, applied)) if generation == slot.generation => applied,
             _ => 0,
         };
-        for (n, text) in slot.records.into_iter().filter(|(n, _)| *n >= from) {
+        // The checkpoint each record of the slot holds, for the revisions after it.
+        let mut held: HashMap<u64, Checkpoint> = HashMap::new();
+        for (n, record) in slot.records {
             let unreadable = |message: String| Error::Backend {
                 backend: hybrid.sql().backend().name(),
                 message: format!(
@@ -368,16 +383,32 @@ fn apply<F: Fs>(
                 ),
                 source: None,
             };
-            let sealed = Unsealed::from_text(text)
-                .ok_or_else(|| unreadable("no integrity line".into()))?
-                .seal();
-            let checkpoint = caf_core::format::decode(&sealed, &Limits::default())
-                .map_err(|e| unreadable(e.to_string()))?
-                .checkpoint;
-            let integrity = caf_core::store::stated_integrity(&sealed)
-                .ok_or_else(|| unreadable("no checksum".into()))?;
-            last.insert(checkpoint.id.clone(), decoded.len());
-            decoded.push((checkpoint, sealed, integrity));
+            let (checkpoint, sealed) = match record {
+                Record::Text(text) => {
+                    let sealed = Unsealed::from_text(text)
+                        .ok_or_else(|| unreadable("no integrity line".into()))?
+                        .seal();
+                    let checkpoint = caf_core::format::decode(&sealed, &Limits::default())
+                        .map_err(|e| unreadable(e.to_string()))?
+                        .checkpoint;
+                    (checkpoint, Some(sealed))
+                }
+                Record::Revision(payload) => {
+                    let base =
+                        revision::base_of(&payload).map_err(|e| unreadable(e.to_string()))?;
+                    let base = held.get(&base).filter(|_| base < n).ok_or_else(|| {
+                        unreadable(format!("its base, record {base}, is not before it"))
+                    })?;
+                    let checkpoint =
+                        revision::apply(base, &payload).map_err(|e| unreadable(e.to_string()))?;
+                    (checkpoint, None)
+                }
+            };
+            if n >= from {
+                last.insert(checkpoint.id.clone(), decoded.len());
+                decoded.push((checkpoint.clone(), sealed));
+            }
+            held.insert(n, checkpoint);
         }
     }
     if decoded.is_empty() {
@@ -385,10 +416,27 @@ fn apply<F: Fs>(
     }
     let have = hybrid.sql().checksums().map_err(Error::from)?;
     let mut applied = 0;
-    for (n, (checkpoint, sealed, integrity)) in decoded.into_iter().enumerate() {
+    for (n, (checkpoint, sealed)) in decoded.into_iter().enumerate() {
         if last.get(&checkpoint.id) != Some(&n) {
             continue;
         }
+        let sealed = match sealed {
+            Some(sealed) => sealed,
+            None => caf_core::format::encode(&checkpoint).map_err(|error| Error::Encode {
+                id: checkpoint.id.to_string(),
+                error,
+            })?,
+        };
+        let integrity =
+            caf_core::store::stated_integrity(&sealed).ok_or_else(|| Error::Backend {
+                backend: hybrid.sql().backend().name(),
+                message: format!(
+                    "{}: journaled save {} has no checksum",
+                    journal.display(),
+                    checkpoint.id
+                ),
+                source: None,
+            })?;
         let in_file = crate::files::checksum_in_file(&hybrid.files().path_of(&checkpoint.id));
         if have.get(&checkpoint.id) == Some(&integrity) && in_file.as_ref() == Some(&integrity) {
             continue;
@@ -530,13 +578,67 @@ impl<F: Fs> Drop for JournaledStore<F> {
     }
 }
 
+/// A journaled save, ready for the writer.
+struct Done {
+    /// The writer's copy of the checkpoint.
+    owned: Checkpoint,
+    /// The next revision's base.
+    base: Checkpoint,
+    text: Unsealed,
+}
+
+/// What a save does once its text is encoded: the checkpoint's copy for the next revision; and
+/// the file's checksum when the writer is behind and the flush is long enough (see
+/// [`HashPace`]).
+fn after_flush(
+    pace: &HashPace,
+    writer_behind: bool,
+    owned: Checkpoint,
+    mut text: Unsealed,
+) -> Done {
+    if pace.hash_during_flush(text.len(), writer_behind) {
+        let started = Instant::now();
+        let checksum = text.compute_checksum();
+        pace.hashed(text.len(), started.elapsed());
+        text.keep_checksum(checksum);
+    }
+    Done {
+        base: owned.clone(),
+        owned,
+        text,
+    }
+}
+
+impl<F: Fs> JournaledStore<F> {
+    /// Queues record `number`, journaled, for the writer; keeps its checkpoint as its
+    /// execution's next base: the save's summary.
+    fn queue(
+        &self,
+        slot: &Slot<F>,
+        bases: &mut Bases,
+        number: u64,
+        done: Done,
+    ) -> CheckpointSummary {
+        let summary = CheckpointSummary::of(&done.owned, done.text.len() as u64);
+        bases.keep(slot.epoch(), number, done.base);
+        let job = (done.owned, done.text, slot.generation(), number);
+        lock(&self.shared.queue).jobs.push_back(job);
+        self.shared.work.notify_one();
+        summary
+    }
+}
+
 impl<F: Fs> CheckpointStore for JournaledStore<F> {
     fn save(&self, checkpoint: &Checkpoint) -> Result<CheckpointSummary> {
         let hybrid = &self.shared.hybrid;
-        let (redacted, unsealed) = hybrid
-            .files()
-            .redact_and_encode_unsealed(checkpoint, self)?;
-        let summary = CheckpointSummary::of(&redacted, unsealed.len() as u64);
+        let files = hybrid.files();
+        let redacted = files.redactor().redact_for(checkpoint, self).checkpoint;
+        let encode_error = |error| Error::Encode {
+            id: redacted.id.to_string(),
+            error,
+        };
+        // What encoding it would refuse, refused before anything is journaled.
+        caf_core::format::check(&redacted).map_err(encode_error)?;
         let mut slot = lock(&self.shared.slot);
         let (failed, writer_behind) = {
             let q = lock(&self.shared.queue);
@@ -545,57 +647,73 @@ impl<F: Fs> CheckpointStore for JournaledStore<F> {
         if failed {
             self.catch_up(&mut slot)?;
         }
-        // While the disk writes the record: the writer's own copy of a checkpoint it was lent;
-        // and the file's checksum when the writer is behind and the flush is long enough
-        // (see [`HashPace`]).
-        let pace = &self.shared.pace;
-        let hash_here = pace.hash_during_flush(unsealed.len(), writer_behind);
-        let (mut copy, mut checksum) = (None, None);
-        let meanwhile = || {
-            if let Cow::Borrowed(lent) = &redacted {
-                copy = Some(Checkpoint::clone(lent));
+        let mut bases = lock(&self.shared.bases);
+        // A revision of the execution's save before, when the slot holds it: the helper encodes
+        // its text while the disk flushes the record.
+        if let Some((number, base)) = bases.take(&redacted.execution_id, slot.epoch()) {
+            let mut record = Vec::new();
+            revision::encode_into(number, &base, &redacted, &mut record).map_err(|e| {
+                encode_error(caf_core::format::EncodeError::Invalid {
+                    pointer: String::new(),
+                    message: e.to_string(),
+                })
+            })?;
+            let owned = redacted.clone().into_owned();
+            let mut pending = None;
+            let started = Instant::now();
+            let appended = slot.append_then(Kind::Revision, &record, || {
+                let shared = Arc::clone(&self.shared);
+                pending = Some(self.helper.run(move || {
+                    let text = shared.hybrid.files().encode_unsealed(&owned)?;
+                    Ok(after_flush(&shared.pace, writer_behind, owned, text))
+                }));
+                Ok(())
+            });
+            let appended = appended.map_err(|e| Error::io(slot.path(), e))?;
+            if let (Some(number), Some(pending)) = (appended, pending) {
+                self.shared.pace.appended(started.elapsed());
+                let done = pending.wait().unwrap_or_else(|| {
+                    Err(encode_error(caf_core::format::EncodeError::Invalid {
+                        pointer: String::new(),
+                        message: "encoding stopped short".into(),
+                    }))
+                });
+                return match done {
+                    Ok(done) => Ok(self.queue(&slot, &mut bases, number, done)),
+                    Err(e) => {
+                        // Not saved: not journaled either.
+                        slot.withdraw_last(number)
+                            .map_err(|e| Error::io(slot.path(), e))?;
+                        Err(e)
+                    }
+                };
             }
-            if hash_here {
-                let started = Instant::now();
-                checksum = Some(unsealed.compute_checksum());
-                pace.hashed(unsealed.len(), started.elapsed());
-            }
-        };
-        // Journaled as a delta against the execution's last save, when the slot holds it.
-        let key = redacted.execution_id.as_str();
+            // No room: the text, in the slot emptied.
+        }
+        // The save's text.
+        let text = files.encode_unsealed(&redacted)?;
         let started = Instant::now();
-        let appended = match slot.append_then(Some(key), unsealed.text(), meanwhile) {
-            Ok(Some(number)) => {
-                pace.appended(started.elapsed());
-                Ok(Some(number))
-            }
-            Ok(None) if slot.holds_records() => {
-                // Full: emptied once the writer has written what it holds.
-                self.catch_up(&mut slot)?;
-                empty(&self.shared, &mut slot)?;
-                slot.append_then(Some(key), unsealed.text(), || {})
-            }
-            other => other,
-        };
+        let mut appended = slot.append_then(Kind::Text, text.text(), || Ok(()));
+        if let Ok(Some(_)) = appended {
+            self.shared.pace.appended(started.elapsed());
+        } else if matches!(appended, Ok(None)) && slot.holds_records() {
+            // Full: emptied once the writer has written what it holds.
+            self.catch_up(&mut slot)?;
+            empty(&self.shared, &mut slot)?;
+            appended = slot.append_then(Kind::Text, text.text(), || Ok(()));
+        }
         match appended.map_err(|e| Error::io(slot.path(), e))? {
             Some(number) => {
-                let mut unsealed = unsealed;
-                if let Some(checksum) = checksum {
-                    unsealed.keep_checksum(checksum);
-                }
-                let generation = slot.generation();
-                let owned = match redacted {
-                    Cow::Owned(owned) => owned,
-                    Cow::Borrowed(lent) => copy.unwrap_or_else(|| lent.clone()),
-                };
-                let mut q = lock(&self.shared.queue);
-                q.jobs.push_back((owned, unsealed, generation, number));
-                drop(q);
-                self.shared.work.notify_one();
-                Ok(summary)
+                let done = after_flush(
+                    &self.shared.pace,
+                    writer_behind,
+                    redacted.into_owned(),
+                    text,
+                );
+                Ok(self.queue(&slot, &mut bases, number, done))
             }
             // Larger than the journal: saved as the hybrid store saves (the writer is idle).
-            None => hybrid.save_redacted(&redacted, FileBytes::Unsealed(unsealed)),
+            None => hybrid.save_redacted(&redacted, FileBytes::Unsealed(text)),
         }
     }
 

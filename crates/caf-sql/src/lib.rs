@@ -180,6 +180,7 @@ mod hybrid;
 mod journal;
 mod journal_delta;
 mod journal_marks;
+mod journal_revision;
 mod journaled;
 mod list;
 #[cfg(feature = "test-support")]

@@ -1,0 +1,297 @@
+//! A journal record that states a save as a **revision** of its execution's save before it.
+//!
+//! A journal record must be whole before its flush starts, and the flush is what a durable save
+//! waits for. Journaling a save's text meant encoding the whole checkpoint (~140 KB at the
+//! benchmark's step 100) and then finding how it differed from the save before
+//! ([`crate::journal_delta`]) before the flush could start: about a third of a save's time on
+//! the processor. Yet a step changes little of a checkpoint: its header, its context and
+//! progress, and a thought and a tool call more. A revision states exactly that, at the level of
+//! the model: the checkpoint without the thoughts and tool calls it shares with its base (the
+//! first ones, the very same items), serialized compactly, a few KB. The store encodes the
+//! checkpoint's text while the disk flushes the record.
+//!
+//! **Layout**: the base's record number (u64, little-endian), then JSON:
+//! `{"base_id": …, "thoughts_kept": k, "calls_kept": m, "checkpoint": …}`, the checkpoint
+//! without its first `k` thoughts and first `m` tool calls, which are its base's. [`apply`]
+//! checks that the base is the checkpoint the revision names and holds that many items; the
+//! record's own CRC-32 covers the rest. A revision rebuilds the very checkpoint that was saved,
+//! so its file, encoded again, is byte for byte the one the store would have written.
+
+use caf_core::format::{same, Checkpoint};
+use caf_core::{CheckpointId, ExecutionId};
+use serde::{Deserialize, Serialize};
+use std::collections::VecDeque;
+
+/// How many executions' last journaled checkpoint a store keeps, to journal their next save as
+/// a revision.
+const BASES: usize = 32;
+
+#[derive(Serialize)]
+struct Written<'a> {
+    base_id: &'a CheckpointId,
+    thoughts_kept: usize,
+    calls_kept: usize,
+    checkpoint: &'a Checkpoint,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Read {
+    base_id: CheckpointId,
+    thoughts_kept: usize,
+    calls_kept: usize,
+    checkpoint: Checkpoint,
+}
+
+/// Why a revision cannot be applied.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub(crate) enum RevisionError {
+    #[error("the revision is cut short")]
+    Short,
+    #[error("the revision is not readable: {0}")]
+    Unreadable(String),
+    #[error("the revision is of checkpoint {stated}, its base record holds {base}")]
+    OtherBase { stated: String, base: String },
+    #[error("the revision keeps {kept} {what}, its base has {has}")]
+    Kept {
+        what: &'static str,
+        kept: usize,
+        has: usize,
+    },
+}
+
+/// How many of `next`'s first items are the very items (or equal ones) `base` has first.
+fn kept<T: PartialEq>(base: &[std::sync::Arc<T>], next: &[std::sync::Arc<T>]) -> usize {
+    base.iter()
+        .zip(next)
+        .take_while(|(a, b)| same(a, b))
+        .count()
+}
+
+/// Appends to `out` the revision that makes `next` of `base`, which record `number` holds.
+pub(crate) fn encode_into(
+    number: u64,
+    base: &Checkpoint,
+    next: &Checkpoint,
+    out: &mut Vec<u8>,
+) -> serde_json::Result<()> {
+    let thoughts_kept = kept(
+        &base.snapshot.thought_chain.thoughts,
+        &next.snapshot.thought_chain.thoughts,
+    );
+    let calls_kept = kept(
+        &base.snapshot.tool_state.calls,
+        &next.snapshot.tool_state.calls,
+    );
+    let mut rest = next.clone();
+    rest.snapshot.thought_chain.thoughts.drain(..thoughts_kept);
+    rest.snapshot.tool_state.calls.drain(..calls_kept);
+    out.extend_from_slice(&number.to_le_bytes());
+    serde_json::to_writer(
+        &mut *out,
+        &Written {
+            base_id: &base.id,
+            thoughts_kept,
+            calls_kept,
+            checkpoint: &rest,
+        },
+    )
+}
+
+/// The record number of the base `payload`, a revision, names.
+pub(crate) fn base_of(payload: &[u8]) -> Result<u64, RevisionError> {
+    let head = payload.first_chunk::<8>().ok_or(RevisionError::Short)?;
+    Ok(u64::from_le_bytes(*head))
+}
+
+/// The checkpoint `payload`, a revision of `base`, states.
+pub(crate) fn apply(base: &Checkpoint, payload: &[u8]) -> Result<Checkpoint, RevisionError> {
+    let json = payload.get(8..).ok_or(RevisionError::Short)?;
+    let read: Read =
+        serde_json::from_slice(json).map_err(|e| RevisionError::Unreadable(e.to_string()))?;
+    if read.base_id != base.id {
+        return Err(RevisionError::OtherBase {
+            stated: read.base_id.to_string(),
+            base: base.id.to_string(),
+        });
+    }
+    let mut next = read.checkpoint;
+    let thoughts = &base.snapshot.thought_chain.thoughts;
+    let calls = &base.snapshot.tool_state.calls;
+    for (what, kept, has) in [
+        ("thoughts", read.thoughts_kept, thoughts.len()),
+        ("tool calls", read.calls_kept, calls.len()),
+    ] {
+        if kept > has {
+            return Err(RevisionError::Kept { what, kept, has });
+        }
+    }
+    let chain = &mut next.snapshot.thought_chain.thoughts;
+    chain.splice(0..0, thoughts[..read.thoughts_kept].iter().cloned());
+    let tool_calls = &mut next.snapshot.tool_state.calls;
+    tool_calls.splice(0..0, calls[..read.calls_kept].iter().cloned());
+    Ok(next)
+}
+
+/// A checkpoint journaled last for its execution, which its next save may be a revision of.
+#[derive(Debug)]
+struct Base {
+    /// The slot's epoch when it was journaled ([`crate::journal::Slot::epoch`]).
+    epoch: u64,
+    number: u64,
+    checkpoint: Checkpoint,
+}
+
+/// The checkpoint journaled last for each of the executions saved last, least recently saved
+/// first (at most [`BASES`]).
+#[derive(Debug, Default)]
+pub(crate) struct Bases(VecDeque<Base>);
+
+impl Bases {
+    /// The record number and checkpoint journaled last for `execution` in the slot's `epoch`,
+    /// taken out (kept again once the next record is appended).
+    pub(crate) fn take(
+        &mut self,
+        execution: &ExecutionId,
+        epoch: u64,
+    ) -> Option<(u64, Checkpoint)> {
+        self.0.retain(|b| b.epoch == epoch);
+        let at = self
+            .0
+            .iter()
+            .position(|b| &b.checkpoint.execution_id == execution)?;
+        self.0.remove(at).map(|b| (b.number, b.checkpoint))
+    }
+
+    /// Keeps `checkpoint`, which record `number` of the slot's `epoch` holds.
+    pub(crate) fn keep(&mut self, epoch: u64, number: u64, checkpoint: Checkpoint) {
+        let execution = &checkpoint.execution_id;
+        self.0.retain(|b| &b.checkpoint.execution_id != execution);
+        if self.0.len() >= BASES {
+            self.0.pop_front();
+        }
+        self.0.push_back(Base {
+            epoch,
+            number,
+            checkpoint,
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use caf_core::workload::agent_run_step;
+    use caf_core::{CheckpointManager, CheckpointOptions, CheckpointReason, MemoryStore};
+    use caf_core::{RuntimeState, Timestamp};
+    use std::sync::Arc;
+
+    /// The checkpoints of one execution after each of `steps` steps.
+    fn steps(steps: usize) -> Vec<Checkpoint> {
+        let manager = CheckpointManager::new(MemoryStore::new());
+        let mut state = RuntimeState::new("agent");
+        (1..=steps)
+            .map(|s| {
+                agent_run_step(&mut state, s).unwrap();
+                let options = CheckpointOptions::new(CheckpointReason::StepCompleted);
+                manager.checkpoint(&mut state, options).unwrap()
+            })
+            .collect()
+    }
+
+    fn revision(number: u64, base: &Checkpoint, next: &Checkpoint) -> Vec<u8> {
+        let mut out = Vec::new();
+        encode_into(number, base, next, &mut out).unwrap();
+        out
+    }
+
+    #[test]
+    fn a_step_is_a_small_revision_that_rebuilds_the_very_checkpoint() {
+        let cs = steps(40);
+        let (base, next) = (&cs[38], &cs[39]);
+        let payload = revision(7, base, next);
+        let text = caf_core::format::encode(next).unwrap();
+        assert!(
+            payload.len() * 10 < text.len(),
+            "{} bytes of revision for {} of text",
+            payload.len(),
+            text.len()
+        );
+        assert_eq!(base_of(&payload), Ok(7));
+        let rebuilt = apply(base, &payload).unwrap();
+        assert_eq!(&rebuilt, next);
+        assert_eq!(caf_core::format::encode(&rebuilt).unwrap(), text);
+    }
+
+    #[test]
+    fn items_changed_removed_or_new_are_in_the_revision_and_rebuild() {
+        let cs = steps(12);
+        let base = &cs[10];
+        let mut next = cs[11].clone();
+        // A finished thought changes after all, and a tool call disappears.
+        Arc::make_mut(&mut next.snapshot.thought_chain.thoughts[3])
+            .content
+            .push_str(" (revised)");
+        next.snapshot.tool_state.calls.remove(5);
+        next.timestamp = Timestamp::from_micros(1_767_000_000_000_000);
+        assert_eq!(&apply(base, &revision(0, base, &next)).unwrap(), &next);
+        // Fewer items than the base: nothing kept past the first that differs.
+        let shorter = cs[2].clone();
+        assert_eq!(
+            &apply(base, &revision(0, base, &shorter)).unwrap(),
+            &shorter
+        );
+        // Of a base of another execution: nothing kept at all.
+        let other = steps(3);
+        assert_eq!(
+            &apply(&other[2], &revision(0, &other[2], &next)).unwrap(),
+            &next
+        );
+    }
+
+    #[test]
+    fn a_revision_of_another_base_or_cut_short_is_refused() {
+        let cs = steps(5);
+        let payload = revision(3, &cs[3], &cs[4]);
+        assert!(matches!(
+            apply(&cs[2], &payload),
+            Err(RevisionError::OtherBase { .. })
+        ));
+        // A base with the same id but fewer items than the revision keeps.
+        let mut fewer = cs[3].clone();
+        fewer.snapshot.thought_chain.thoughts.truncate(1);
+        assert_eq!(
+            apply(&fewer, &payload),
+            Err(RevisionError::Kept {
+                what: "thoughts",
+                kept: 4,
+                has: 1
+            })
+        );
+        assert_eq!(base_of(&payload[..5]), Err(RevisionError::Short));
+        assert_eq!(apply(&cs[3], &payload[..7]), Err(RevisionError::Short));
+        assert!(matches!(
+            apply(&cs[3], &payload[..payload.len() - 1]),
+            Err(RevisionError::Unreadable(_))
+        ));
+    }
+
+    #[test]
+    fn bases_are_of_the_slots_epoch_one_per_execution_and_at_most_their_number() {
+        let mut bases = Bases::default();
+        let a = steps(2);
+        bases.keep(1, 0, a[0].clone());
+        bases.keep(1, 1, a[1].clone());
+        let exec = &a[0].execution_id;
+        assert_eq!(bases.take(exec, 2), None, "of another epoch");
+        bases.keep(2, 5, a[1].clone());
+        assert_eq!(bases.take(exec, 2), Some((5, a[1].clone())));
+        assert_eq!(bases.take(exec, 2), None, "taken out");
+        for n in 0..=BASES as u64 {
+            let c = steps(1).remove(0);
+            bases.keep(3, n, c);
+        }
+        assert_eq!(bases.0.len(), BASES);
+        assert_eq!(bases.0[0].number, 1, "the least recently kept went first");
+    }
+}
