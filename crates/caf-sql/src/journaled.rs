@@ -8,7 +8,7 @@ use crate::journal_marks::JournalMark;
 use crate::journal_revision::{self as revision, Bases};
 use crate::stager::FileBytes;
 use crate::HybridStore;
-use caf_core::format::{Checkpoint, Limits, Unsealed};
+use caf_core::format::{Checked, Checkpoint, Limits, Unsealed};
 use caf_core::prune::Tombstone;
 use caf_core::store::{Fs, RealFs};
 use caf_core::{
@@ -590,12 +590,8 @@ struct Done {
 /// What a save does once its text is encoded: the checkpoint's copy for the next revision; and
 /// the file's checksum when the writer is behind and the flush is long enough (see
 /// [`HashPace`]).
-fn after_flush(
-    pace: &HashPace,
-    writer_behind: bool,
-    owned: Checkpoint,
-    mut text: Unsealed,
-) -> Done {
+fn after_flush(pace: &HashPace, writer_behind: bool, checked: Checked, mut text: Unsealed) -> Done {
+    let owned = checked.into_inner();
     if pace.hash_during_flush(text.len(), writer_behind) {
         let started = Instant::now();
         let checksum = text.compute_checksum();
@@ -632,13 +628,13 @@ impl<F: Fs> CheckpointStore for JournaledStore<F> {
     fn save(&self, checkpoint: &Checkpoint) -> Result<CheckpointSummary> {
         let hybrid = &self.shared.hybrid;
         let files = hybrid.files();
-        let redacted = files.redactor().redact_for(checkpoint, self).checkpoint;
         let encode_error = |error| Error::Encode {
-            id: redacted.id.to_string(),
+            id: checkpoint.id.to_string(),
             error,
         };
-        // What encoding it would refuse, refused before anything is journaled.
-        caf_core::format::check(&redacted).map_err(encode_error)?;
+        let redacted = files.redactor().redact_for(checkpoint, self).checkpoint;
+        // What encoding would refuse, refused before anything is journaled.
+        let checked = Checked::new(redacted.into_owned()).map_err(encode_error)?;
         let mut slot = lock(&self.shared.slot);
         let (failed, writer_behind) = {
             let q = lock(&self.shared.queue);
@@ -648,25 +644,30 @@ impl<F: Fs> CheckpointStore for JournaledStore<F> {
             self.catch_up(&mut slot)?;
         }
         let mut bases = lock(&self.shared.bases);
+        let mut checked = Some(checked);
         // A revision of the execution's save before, when the slot holds it: the helper encodes
         // its text while the disk flushes the record.
-        if let Some((number, base)) = bases.take(&redacted.execution_id, slot.epoch()) {
+        let base = checked
+            .as_ref()
+            .and_then(|c| bases.take(&c.get().execution_id, slot.epoch()));
+        if let (Some((number, base)), Some(next)) = (base, &checked) {
             let mut record = Vec::new();
-            revision::encode_into(number, &base, &redacted, &mut record).map_err(|e| {
+            revision::encode_into(number, &base, next.get(), &mut record).map_err(|e| {
                 encode_error(caf_core::format::EncodeError::Invalid {
                     pointer: String::new(),
                     message: e.to_string(),
                 })
             })?;
-            let owned = redacted.clone().into_owned();
             let mut pending = None;
             let started = Instant::now();
             let appended = slot.append_then(Kind::Revision, &record, || {
-                let shared = Arc::clone(&self.shared);
-                pending = Some(self.helper.run(move || {
-                    let text = shared.hybrid.files().encode_unsealed(&owned)?;
-                    Ok(after_flush(&shared.pace, writer_behind, owned, text))
-                }));
+                if let Some(checked) = checked.take() {
+                    let shared = Arc::clone(&self.shared);
+                    pending = Some(self.helper.run(move || {
+                        let text = shared.hybrid.files().encode_checked_unsealed(&checked)?;
+                        Ok(after_flush(&shared.pace, writer_behind, checked, text))
+                    }));
+                }
                 Ok(())
             });
             let appended = appended.map_err(|e| Error::io(slot.path(), e))?;
@@ -690,8 +691,15 @@ impl<F: Fs> CheckpointStore for JournaledStore<F> {
             }
             // No room: the text, in the slot emptied.
         }
+        let Some(checked) = checked else {
+            // Handed to the helper only when the revision was appended.
+            return Err(encode_error(caf_core::format::EncodeError::Invalid {
+                pointer: String::new(),
+                message: "the checkpoint went to a save that did not happen".into(),
+            }));
+        };
         // The save's text.
-        let text = files.encode_unsealed(&redacted)?;
+        let text = files.encode_checked_unsealed(&checked)?;
         let started = Instant::now();
         let mut appended = slot.append_then(Kind::Text, text.text(), || Ok(()));
         if let Ok(Some(_)) = appended {
@@ -704,16 +712,11 @@ impl<F: Fs> CheckpointStore for JournaledStore<F> {
         }
         match appended.map_err(|e| Error::io(slot.path(), e))? {
             Some(number) => {
-                let done = after_flush(
-                    &self.shared.pace,
-                    writer_behind,
-                    redacted.into_owned(),
-                    text,
-                );
+                let done = after_flush(&self.shared.pace, writer_behind, checked, text);
                 Ok(self.queue(&slot, &mut bases, number, done))
             }
             // Larger than the journal: saved as the hybrid store saves (the writer is idle).
-            None => hybrid.save_redacted(&redacted, FileBytes::Unsealed(text)),
+            None => hybrid.save_redacted(checked.get(), FileBytes::Unsealed(text)),
         }
     }
 

@@ -16,6 +16,29 @@ pub fn check(ckpt: &Checkpoint) -> Result<(), EncodeError> {
     check_values(ckpt)
 }
 
+/// A checkpoint [`check`] accepted: encoding it ([`super::Encoder::encode_checked_into`]) does
+/// not check it again (a journaled save checks before it journals, and encodes after).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Checked(Checkpoint);
+
+impl Checked {
+    /// `ckpt`, once [`check`] accepts it.
+    pub fn new(ckpt: Checkpoint) -> Result<Self, EncodeError> {
+        check(&ckpt)?;
+        Ok(Self(ckpt))
+    }
+
+    /// The checkpoint.
+    pub fn get(&self) -> &Checkpoint {
+        &self.0
+    }
+
+    /// The checkpoint, owned.
+    pub fn into_inner(self) -> Checkpoint {
+        self.0
+    }
+}
+
 /// Whether `s` has at most `max` characters: its byte length says so without counting when it
 /// is at most `max` (a character is at least one byte).
 fn at_most(s: &str, max: usize) -> bool {

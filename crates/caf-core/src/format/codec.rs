@@ -107,9 +107,17 @@ pub fn encode_unsealed(ckpt: &Checkpoint, capacity: usize) -> Result<Unsealed, E
 /// fresh pages for the next (`FileStore::give_back`).
 pub(super) fn encode_unsealed_into(
     ckpt: &Checkpoint,
-    mut text: Vec<u8>,
+    text: Vec<u8>,
 ) -> Result<Unsealed, EncodeError> {
     check(ckpt)?;
+    write_unsealed_into(ckpt, text)
+}
+
+/// [`encode_unsealed_into`] of a checkpoint [`check`] accepted.
+pub(super) fn write_unsealed_into(
+    ckpt: &Checkpoint,
+    mut text: Vec<u8>,
+) -> Result<Unsealed, EncodeError> {
     let invalid = |message: String| EncodeError::Invalid {
         pointer: String::new(),
         message,

@@ -13,7 +13,8 @@
 //! [`thoughts`] and [`tool_calls`], which use the memory of the encoding in progress on this
 //! thread, if any, and serialize normally otherwise.
 
-use super::codec::{encode_unsealed_into, Unsealed};
+use super::check::{check, Checked};
+use super::codec::{write_unsealed_into, Unsealed};
 use super::error::EncodeError;
 use super::model::{same, Checkpoint, Thought, ToolCall};
 use crate::id::ExecutionId;
@@ -88,6 +89,24 @@ impl Encoder {
     pub fn encode_unsealed_into(
         &mut self,
         ckpt: &Checkpoint,
+        text: Vec<u8>,
+    ) -> Result<Unsealed, EncodeError> {
+        check(ckpt)?;
+        self.write_into(ckpt, text)
+    }
+
+    /// [`Encoder::encode_unsealed_into`] of a checkpoint [`check`] accepted, not checked again.
+    pub fn encode_checked_into(
+        &mut self,
+        ckpt: &Checked,
+        text: Vec<u8>,
+    ) -> Result<Unsealed, EncodeError> {
+        self.write_into(ckpt.get(), text)
+    }
+
+    fn write_into(
+        &mut self,
+        ckpt: &Checkpoint,
         mut text: Vec<u8>,
     ) -> Result<Unsealed, EncodeError> {
         let exec = &ckpt.execution_id;
@@ -109,7 +128,7 @@ impl Encoder {
             text = Vec::with_capacity((items.len * 2).max(MIN_BUFFER));
         }
         ACTIVE.with(|a| *a.borrow_mut() = Some(items));
-        let bytes = encode_unsealed_into(ckpt, text);
+        let bytes = write_unsealed_into(ckpt, text);
         let mut items = ACTIVE.with(|a| a.borrow_mut().take()).unwrap_or_default();
         if let Ok(bytes) = &bytes {
             items.len = bytes.len();
@@ -289,6 +308,25 @@ mod tests {
             2,
             "remembers at most its capacity"
         );
+    }
+
+    #[test]
+    fn a_checked_checkpoint_encodes_as_any_and_an_invalid_one_is_not_checked() {
+        let m = CheckpointManager::new(Arc::new(MemoryStore::new()));
+        let mut state = RuntimeState::new("agent");
+        agent_run_step(&mut state, 1).unwrap();
+        let options = crate::CheckpointOptions::new(crate::format::CheckpointReason::StepCompleted);
+        let c = m.checkpoint(&mut state, options).unwrap();
+        let checked = Checked::new(c.clone()).unwrap();
+        let bytes = Encoder::default()
+            .encode_checked_into(&checked, Vec::new())
+            .unwrap()
+            .seal();
+        assert_eq!(bytes, encode(&c).unwrap());
+        let mut bad = c;
+        bad.version = "0.9.0".into();
+        let refused = Checked::new(bad.clone()).unwrap_err();
+        assert_eq!(Encoder::default().encode(&bad).unwrap_err(), refused);
     }
 
     #[test]

@@ -20,7 +20,7 @@ mod v1_0_0;
 pub mod versions;
 
 pub(crate) use beside::start_helper;
-pub use check::check;
+pub use check::{check, Checked};
 pub use codec::{
     decode, decode_value, encode, encode_unsealed, parse, prepare_checksum_beside, upgrade,
     version_of, Decoded, Limits, PendingChecksum, Unsealed, MAX_DEPTH_CAP,

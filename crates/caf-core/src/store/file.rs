@@ -11,8 +11,8 @@ use super::{CheckpointStore, CheckpointSummary, DamagedCheckpoint, ListFilter};
 use crate::clock::Timestamp;
 use crate::error::{Error, Result};
 use crate::format::{
-    decode, decode_known_file, file_digest, prepare_shared, Checkpoint, Decoded, Encoder, Limits,
-    LoadError, Unsealed,
+    decode, decode_known_file, file_digest, prepare_shared, Checked, Checkpoint, Decoded, Encoder,
+    Limits, LoadError, Unsealed,
 };
 use crate::id::{check_id, CheckpointId, ExecutionId};
 use crate::redact::{RedactionRules, Redactor};
@@ -530,6 +530,18 @@ impl<F: Fs> FileStore<F> {
     /// `store/buffers.rs`: fresh pages cost a writer more than encoding into them).
     pub fn give_back(&self, bytes: Vec<u8>) {
         self.buffers.give_back(bytes);
+    }
+
+    /// [`FileStore::encode_unsealed`] of a checkpoint [`check`](crate::format::check)
+    /// accepted, not checked again.
+    pub fn encode_checked_unsealed(&self, checkpoint: &Checked) -> Result<Unsealed> {
+        let mut encoder = self.encoder.lock().unwrap_or_else(|p| p.into_inner());
+        encoder
+            .encode_checked_into(checkpoint, self.buffers.take())
+            .map_err(|error| Error::Encode {
+                id: checkpoint.get().id.to_string(),
+                error,
+            })
     }
 
     /// [`FileStore::encode`] but for the checksum ([`Encoder::encode_unsealed`]), of
