@@ -158,6 +158,58 @@ fn record_kinds(slot: &Path) -> Vec<[u8; 4]> {
     kinds
 }
 
+/// A revision its save withdrew (its checkpoint could not be encoded), left in the slot by a
+/// crash before the withdrawal's flush, was never acknowledged: opening leaves it out and
+/// applies every record before it.
+#[test]
+fn a_last_revision_that_cannot_be_encoded_is_left_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = agent_run(1, 6);
+    save_and_crash(dir.path(), &run);
+    lose(dir.path(), &run[3..], Some(3));
+    // A revision of the last record: a checkpoint of a format version caf cannot write.
+    let slot = dir.path().join("files/.caf/journal/slot-0");
+    let mut journal = std::fs::read(&slot).unwrap();
+    let n = record_kinds(&slot).len();
+    assert_eq!(n, run.len());
+    let mut at = 4096;
+    for _ in 0..n {
+        let len = u32::from_le_bytes(journal[at + 4..at + 8].try_into().unwrap());
+        at = (at + 32 + len as usize).next_multiple_of(8);
+    }
+    let mut bad = run[5].clone();
+    bad.version = "0.9.0".into();
+    let json = serde_json::json!({
+        "base_id": run[5].id,
+        "thoughts_kept": 0,
+        "calls_kept": 0,
+        "checkpoint": bad,
+    });
+    let mut payload = ((n - 1) as u64).to_le_bytes().to_vec();
+    payload.extend_from_slice(&serde_json::to_vec(&json).unwrap());
+    let mut head = [0u8; 32];
+    head[..4].copy_from_slice(b"cafv");
+    head[4..8].copy_from_slice(&(payload.len() as u32).to_le_bytes());
+    head[8..16].copy_from_slice(&journal[8..16]);
+    head[16..24].copy_from_slice(&(n as u64).to_le_bytes());
+    let mut crc = crc32fast::Hasher::new();
+    crc.update(&head[..24]);
+    crc.update(&payload);
+    head[24..28].copy_from_slice(&crc.finalize().to_le_bytes());
+    journal[at..at + 32].copy_from_slice(&head);
+    journal[at + 32..at + 32 + payload.len()].copy_from_slice(&payload);
+    std::fs::write(&slot, &journal).unwrap();
+    assert_eq!(
+        record_kinds(&slot).len(),
+        n + 1,
+        "the revision reads as a record"
+    );
+
+    let store = journaled(dir.path());
+    assert_eq!(store.replayed(), 3);
+    assert_all_there(&store, &run);
+}
+
 /// A record cut off by the power loss was never acknowledged: it is not applied, and every
 /// record before it is.
 #[test]

@@ -378,6 +378,9 @@ impl<F: Fs> Slot<F> {
     /// Empties the slot: its records no longer count once this returns. Only for records
     /// whose saves are on disk elsewhere.
     pub(crate) fn empty(&mut self) -> io::Result<()> {
+        // Its record numbers no longer name what they named, even if emptying fails (the slot
+        // is then emptied before the next append).
+        self.epoch += 1;
         self.broken = true;
         self.empty_header()?;
         self.fs.sync_data(&self.file, &self.path)?;
@@ -492,7 +495,7 @@ impl<F: Fs> Slot<F> {
     /// written) when the slot has no room for it.
     #[cfg(test)]
     pub(crate) fn append(&mut self, text: &[u8]) -> io::Result<Option<u64>> {
-        self.append_then(Kind::Text, text, || Ok(()))
+        self.append_then(Kind::Text, text, || {})
     }
 
     /// Appends `payload`, a record of `kind`, as the next record and flushes it: its number,
@@ -500,13 +503,12 @@ impl<F: Fs> Slot<F> {
     ///
     /// `meanwhile` runs once the record is written, before its flush: to hand work to another
     /// thread, which then runs while the disk flushes. It is not run when there is no room
-    /// (nothing written) or the write fails. When it fails, the record is **withdrawn** (see
-    /// [`Slot::withdraw_last`]) and its error returned.
+    /// (nothing written) or the write fails.
     pub(crate) fn append_then(
         &mut self,
         kind: Kind,
         payload: &[u8],
-        meanwhile: impl FnOnce() -> io::Result<()>,
+        meanwhile: impl FnOnce(),
     ) -> io::Result<Option<u64>> {
         if self.broken {
             // Its emptying failed; what it held was on disk elsewhere then, and nothing was
@@ -529,10 +531,7 @@ impl<F: Fs> Slot<F> {
             write_all(&self.fs, &self.file, &self.path, &head)?;
             write_all(&self.fs, &self.file, &self.path, payload)?;
         }
-        if let Err(e) = meanwhile() {
-            self.withdraw_at(self.at)?;
-            return Err(e);
-        }
+        meanwhile();
         self.fs.sync_data(&self.file, &self.path)?;
         let number = self.next;
         self.last = Some(self.at);
@@ -540,24 +539,23 @@ impl<F: Fs> Slot<F> {
         Ok(Some(number))
     }
 
-    /// Withdraws the last record appended, `number`, when no other was appended since: its
-    /// header is overwritten with zeros and flushed, so that the slot ends before it, as if it
-    /// had never been appended (for a save that failed once it was journaled). Whether it did.
-    pub(crate) fn withdraw_last(&mut self, number: u64) -> io::Result<bool> {
-        match self.last {
-            Some(at) if number + 1 == self.next => {
-                self.withdraw_at(at)?;
-                self.at = at;
-                self.next = number;
-                self.last = None;
-                Ok(true)
+    /// Withdraws the last record appended, `number` (an error if another was appended since):
+    /// its header is overwritten with zeros and flushed, so that the slot ends before it, as if
+    /// it had never been appended (for a save that failed once it was journaled). The next
+    /// record takes its number and place even if that fails, so that no later record ever
+    /// lies behind a header zeroed.
+    pub(crate) fn withdraw_last(&mut self, number: u64) -> io::Result<()> {
+        let at = match self.last {
+            Some(at) if number + 1 == self.next => at,
+            _ => {
+                return Err(io::Error::other(format!(
+                    "journal record {number} is not the last appended: not withdrawn"
+                )))
             }
-            _ => Ok(false),
-        }
-    }
-
-    /// Overwrites the header of the record at `at` with zeros and flushes it.
-    fn withdraw_at(&mut self, at: u64) -> io::Result<()> {
+        };
+        self.at = at;
+        self.next = number;
+        self.last = None;
         self.file.seek(SeekFrom::Start(at))?;
         write_all(&self.fs, &self.file, &self.path, &[0u8; RECORD as usize])?;
         self.fs.sync_data(&self.file, &self.path)
@@ -698,8 +696,7 @@ mod tests {
         let mut seen = Vec::new();
         let number = ours
             .append_then(Kind::Text, &payload, || {
-                seen.push(std::fs::read(&path).unwrap());
-                Ok(())
+                seen.push(std::fs::read(&path).unwrap())
             })
             .unwrap();
         assert_eq!(number, Some(0));
@@ -713,10 +710,7 @@ mod tests {
         // No room: nothing written, and the work is not run.
         let big = vec![7u8; (DEFAULT_SLOT_BYTES - HEADER - 2 * RECORD) as usize];
         let mut ran = false;
-        let no_room = ours.append_then(Kind::Text, &big, || {
-            ran = true;
-            Ok(())
-        });
+        let no_room = ours.append_then(Kind::Text, &big, || ran = true);
         assert_eq!(no_room.unwrap(), None);
         assert!(!ran);
         drop(t);
@@ -867,7 +861,7 @@ mod tests {
             Some([number.to_le_bytes().as_slice(), &ops].concat())
         });
         let n = match &delta {
-            Some(payload) => ours.append_then(Kind::Delta, payload, || Ok(())),
+            Some(payload) => ours.append_then(Kind::Delta, payload, || {}),
             None => ours.append(text),
         };
         let n = n.unwrap().unwrap();
@@ -959,7 +953,7 @@ mod tests {
         let payload = [0u64.to_le_bytes().as_slice(), &delta].concat();
         let mut n = 1;
         while ours
-            .append_then(Kind::Delta, &payload, || Ok(()))
+            .append_then(Kind::Delta, &payload, || {})
             .unwrap()
             .is_some()
         {
@@ -1008,26 +1002,6 @@ mod tests {
     }
 
     #[test]
-    fn an_append_whose_work_fails_is_withdrawn_and_the_next_takes_its_place() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut t = take(dir.path());
-        let ours = t.ours.as_mut().unwrap();
-        assert_eq!(ours.append(&record(1)).unwrap(), Some(0));
-        let failed = ours.append_then(Kind::Revision, &record(2), || {
-            Err(io::Error::other("the work failed"))
-        });
-        assert_eq!(failed.unwrap_err().to_string(), "the work failed");
-        drop(t);
-        // Its record was written, then withdrawn: the slot ends before it.
-        let mut t = take(dir.path());
-        assert_eq!(records(&t), vec![record(1)]);
-        let ours = t.ours.as_mut().unwrap();
-        assert_eq!(ours.append(&record(3)).unwrap(), Some(1));
-        drop(t);
-        assert_eq!(records(&take(dir.path())), vec![record(1), record(3)]);
-    }
-
-    #[test]
     fn only_the_last_record_is_withdrawn_and_the_next_takes_its_place() {
         let dir = tempfile::tempdir().unwrap();
         let mut t = take(dir.path());
@@ -1035,9 +1009,9 @@ mod tests {
         for n in 1..=3 {
             ours.append(&record(n)).unwrap();
         }
-        assert!(!ours.withdraw_last(1).unwrap(), "not the last record");
-        assert!(ours.withdraw_last(2).unwrap());
-        assert!(!ours.withdraw_last(2).unwrap(), "withdrawn already");
+        assert!(ours.withdraw_last(1).is_err(), "not the last record");
+        ours.withdraw_last(2).unwrap();
+        assert!(ours.withdraw_last(2).is_err(), "withdrawn already");
         drop(t);
         // Flushed: the slot ends before it, and the next append takes its number and place.
         let mut t = take(dir.path());
@@ -1051,6 +1025,50 @@ mod tests {
             records(&take(dir.path())),
             vec![record(1), record(2), record(4)]
         );
+    }
+
+    #[test]
+    fn a_withdrawal_whose_flush_fails_still_leaves_no_record_behind_its_zeroed_header() {
+        use caf_core::store::{Fault, TestFs};
+        let dir = tempfile::tempdir().unwrap();
+        let fs = TestFs::new();
+        let mut t = Slot::take_all(&fs, dir.path(), DEFAULT_SLOT_BYTES).unwrap();
+        let ours = t.ours.as_mut().unwrap();
+        for n in 1..=2 {
+            ours.append(&record(n)).unwrap();
+        }
+        // The zeros are written, their flush fails.
+        fs.arm(2, Fault::Eio, false);
+        assert!(ours.withdraw_last(1).is_err());
+        assert!(fs.disarm().is_some());
+        // The next record takes the withdrawn one's place: it is read back, not hidden.
+        assert_eq!(ours.append(&record(3)).unwrap(), Some(1));
+        drop(t);
+        assert_eq!(records(&take(dir.path())), vec![record(1), record(3)]);
+    }
+
+    #[test]
+    fn an_emptying_that_fails_still_ends_the_epoch_and_the_next_append_empties() {
+        use caf_core::store::{Fault, TestFs};
+        let dir = tempfile::tempdir().unwrap();
+        let fs = TestFs::new();
+        let mut t = Slot::take_all(&fs, dir.path(), DEFAULT_SLOT_BYTES).unwrap();
+        let ours = t.ours.as_mut().unwrap();
+        ours.append(&record(1)).unwrap();
+        let epoch = ours.epoch();
+        // The new header's write fails.
+        fs.arm(1, Fault::Eio, false);
+        assert!(ours.empty().is_err());
+        assert!(fs.disarm().is_some());
+        assert_ne!(
+            ours.epoch(),
+            epoch,
+            "a base kept before names nothing after it"
+        );
+        // The next append empties the slot first: it is record 0 of a new generation.
+        assert_eq!(ours.append(&record(2)).unwrap(), Some(0));
+        drop(t);
+        assert_eq!(records(&take(dir.path())), vec![record(2)]);
     }
 
     #[test]

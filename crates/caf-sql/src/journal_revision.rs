@@ -17,14 +17,18 @@
 //! record's own CRC-32 covers the rest. A revision rebuilds the very checkpoint that was saved,
 //! so its file, encoded again, is byte for byte the one the store would have written.
 
-use caf_core::format::{same, Checkpoint};
+use caf_core::format::Checkpoint;
 use caf_core::{CheckpointId, ExecutionId};
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
+use std::sync::Arc;
 
 /// How many executions' last journaled checkpoint a store keeps, to journal their next save as
 /// a revision.
 const BASES: usize = 32;
+/// The most text the checkpoints kept stand for (about the memory they hold apart from the items
+/// they share with the agent's state).
+const BASES_BYTES: usize = 32 << 20;
 
 #[derive(Serialize)]
 struct Written<'a> {
@@ -60,19 +64,22 @@ pub(crate) enum RevisionError {
     },
 }
 
-/// How many of `next`'s first items are the very items (or equal ones) `base` has first.
-fn kept<T: PartialEq>(base: &[std::sync::Arc<T>], next: &[std::sync::Arc<T>]) -> usize {
+/// How many of `next`'s first items are the very items `base` has first (the same pointer: an
+/// equal item would do but for `-0.0`, equal to `0.0` yet written otherwise).
+fn kept<T>(base: &[Arc<T>], next: &[Arc<T>]) -> usize {
     base.iter()
         .zip(next)
-        .take_while(|(a, b)| same(a, b))
+        .take_while(|(a, b)| Arc::ptr_eq(a, b))
         .count()
 }
 
 /// Appends to `out` the revision that makes `next` of `base`, which record `number` holds.
+/// `next` is lent mutably only to leave its kept items out while it is serialized (no copy of
+/// it): it is as it was when this returns.
 pub(crate) fn encode_into(
     number: u64,
     base: &Checkpoint,
-    next: &Checkpoint,
+    next: &mut Checkpoint,
     out: &mut Vec<u8>,
 ) -> serde_json::Result<()> {
     let thoughts_kept = kept(
@@ -83,19 +90,23 @@ pub(crate) fn encode_into(
         &base.snapshot.tool_state.calls,
         &next.snapshot.tool_state.calls,
     );
-    let mut rest = next.clone();
-    rest.snapshot.thought_chain.thoughts.drain(..thoughts_kept);
-    rest.snapshot.tool_state.calls.drain(..calls_kept);
+    let thoughts = std::mem::take(&mut next.snapshot.thought_chain.thoughts);
+    let calls = std::mem::take(&mut next.snapshot.tool_state.calls);
+    next.snapshot.thought_chain.thoughts = thoughts[thoughts_kept..].to_vec();
+    next.snapshot.tool_state.calls = calls[calls_kept..].to_vec();
     out.extend_from_slice(&number.to_le_bytes());
-    serde_json::to_writer(
+    let written = serde_json::to_writer(
         &mut *out,
         &Written {
             base_id: &base.id,
             thoughts_kept,
             calls_kept,
-            checkpoint: &rest,
+            checkpoint: next,
         },
-    )
+    );
+    next.snapshot.thought_chain.thoughts = thoughts;
+    next.snapshot.tool_state.calls = calls;
+    written
 }
 
 /// The record number of the base `payload`, a revision, names.
@@ -140,10 +151,12 @@ struct Base {
     epoch: u64,
     number: u64,
     checkpoint: Checkpoint,
+    /// The length of its text.
+    bytes: usize,
 }
 
 /// The checkpoint journaled last for each of the executions saved last, least recently saved
-/// first (at most [`BASES`]).
+/// first (at most [`BASES`], standing for at most [`BASES_BYTES`] of text).
 #[derive(Debug, Default)]
 pub(crate) struct Bases(VecDeque<Base>);
 
@@ -163,18 +176,27 @@ impl Bases {
         self.0.remove(at).map(|b| (b.number, b.checkpoint))
     }
 
-    /// Keeps `checkpoint`, which record `number` of the slot's `epoch` holds.
-    pub(crate) fn keep(&mut self, epoch: u64, number: u64, checkpoint: Checkpoint) {
+    /// Keeps `checkpoint`, whose text is `bytes` long, which record `number` of the slot's
+    /// `epoch` holds.
+    pub(crate) fn keep(&mut self, epoch: u64, number: u64, checkpoint: Checkpoint, bytes: usize) {
         let execution = &checkpoint.execution_id;
         self.0.retain(|b| &b.checkpoint.execution_id != execution);
-        if self.0.len() >= BASES {
-            self.0.pop_front();
+        if bytes > BASES_BYTES {
+            return;
         }
         self.0.push_back(Base {
             epoch,
             number,
             checkpoint,
+            bytes,
         });
+        let mut total: usize = self.0.iter().map(|b| b.bytes).sum();
+        while self.0.len() > BASES || total > BASES_BYTES {
+            match self.0.pop_front() {
+                Some(b) => total -= b.bytes,
+                None => break,
+            }
+        }
     }
 }
 
@@ -201,7 +223,9 @@ mod tests {
 
     fn revision(number: u64, base: &Checkpoint, next: &Checkpoint) -> Vec<u8> {
         let mut out = Vec::new();
-        encode_into(number, base, next, &mut out).unwrap();
+        let mut lent = next.clone();
+        encode_into(number, base, &mut lent, &mut out).unwrap();
+        assert_eq!(&lent, next, "given back as it was");
         out
     }
 
@@ -243,10 +267,16 @@ mod tests {
         );
         // Of a base of another execution: nothing kept at all.
         let other = steps(3);
+        let payload = revision(0, &other[2], &next);
+        let stated: serde_json::Value = serde_json::from_slice(&payload[8..]).unwrap();
         assert_eq!(
-            &apply(&other[2], &revision(0, &other[2], &next)).unwrap(),
-            &next
+            (
+                stated["thoughts_kept"].as_u64(),
+                stated["calls_kept"].as_u64()
+            ),
+            (Some(0), Some(0))
         );
+        assert_eq!(&apply(&other[2], &payload).unwrap(), &next);
     }
 
     #[test]
@@ -280,18 +310,23 @@ mod tests {
     fn bases_are_of_the_slots_epoch_one_per_execution_and_at_most_their_number() {
         let mut bases = Bases::default();
         let a = steps(2);
-        bases.keep(1, 0, a[0].clone());
-        bases.keep(1, 1, a[1].clone());
+        bases.keep(1, 0, a[0].clone(), 100);
+        bases.keep(1, 1, a[1].clone(), 100);
         let exec = &a[0].execution_id;
         assert_eq!(bases.take(exec, 2), None, "of another epoch");
-        bases.keep(2, 5, a[1].clone());
+        bases.keep(2, 5, a[1].clone(), 100);
         assert_eq!(bases.take(exec, 2), Some((5, a[1].clone())));
         assert_eq!(bases.take(exec, 2), None, "taken out");
         for n in 0..=BASES as u64 {
             let c = steps(1).remove(0);
-            bases.keep(3, n, c);
+            bases.keep(3, n, c, 100);
         }
         assert_eq!(bases.0.len(), BASES);
         assert_eq!(bases.0[0].number, 1, "the least recently kept went first");
+        // At most their bytes: a large one pushes out the oldest, one too large is not kept.
+        bases.keep(3, 100, steps(1).remove(0), BASES_BYTES - 100);
+        assert_eq!(bases.0.len(), 2);
+        bases.keep(3, 101, steps(1).remove(0), BASES_BYTES + 1);
+        assert_eq!(bases.0.len(), 2);
     }
 }

@@ -16,7 +16,7 @@ use caf_core::{
     ListFilter, LoadSource, Result,
 };
 use helper::Helper;
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::Instant;
@@ -352,7 +352,9 @@ fn empty<F: Fs>(shared: &Shared<F>, slot: &mut Slot<F>) -> Result<()> {
 /// [`crate::journal_marks`]): the last record of each checkpoint, unless the database and the
 /// checkpoint's file both hold exactly it, through the hybrid store's flushed save. A text is
 /// saved as it is; a revision is applied to the checkpoint its base record holds (which may
-/// come before the mark) and encoded. How many it saved.
+/// come before the mark: those records are read too, and only those) and encoded. A slot's
+/// last record that is a revision whose checkpoint cannot be encoded was never acknowledged
+/// (its save withdrew it, or was cut off while doing so): it is left out. How many it saved.
 fn apply<F: Fs>(
     hybrid: &HybridStore<F>,
     held: Vec<Held>,
@@ -360,7 +362,7 @@ fn apply<F: Fs>(
     journal: &std::path::Path,
 ) -> Result<usize> {
     let mut last: HashMap<CheckpointId, usize> = HashMap::new();
-    // Each checkpoint to save again, with its file's bytes when the journal held them.
+    // Each checkpoint to save again, with its file's bytes when they are known.
     let mut decoded: Vec<(Checkpoint, Option<Vec<u8>>)> = Vec::new();
     for slot in held {
         let mark = hybrid
@@ -371,9 +373,21 @@ fn apply<F: Fs>(
             Some((generation, applied)) if generation == slot.generation => applied,
             _ => 0,
         };
-        // The checkpoint each record of the slot holds, for the revisions after it.
-        let mut held: HashMap<u64, Checkpoint> = HashMap::new();
+        // The records revisions name (kept once read, for the revisions after them).
+        let named: HashSet<u64> = slot
+            .records
+            .iter()
+            .filter_map(|(_, r)| match r {
+                Record::Revision(payload) => revision::base_of(payload).ok(),
+                Record::Text(_) => None,
+            })
+            .collect();
+        let end = slot.records.last().map(|(n, _)| *n);
+        let mut bases: HashMap<u64, Checkpoint> = HashMap::new();
         for (n, record) in slot.records {
+            if n < from && !named.contains(&n) {
+                continue;
+            }
             let unreadable = |message: String| Error::Backend {
                 backend: hybrid.sql().backend().name(),
                 message: format!(
@@ -383,7 +397,7 @@ fn apply<F: Fs>(
                 ),
                 source: None,
             };
-            let (checkpoint, sealed) = match record {
+            let (checkpoint, mut sealed) = match record {
                 Record::Text(text) => {
                     let sealed = Unsealed::from_text(text)
                         .ok_or_else(|| unreadable("no integrity line".into()))?
@@ -396,7 +410,7 @@ fn apply<F: Fs>(
                 Record::Revision(payload) => {
                     let base =
                         revision::base_of(&payload).map_err(|e| unreadable(e.to_string()))?;
-                    let base = held.get(&base).filter(|_| base < n).ok_or_else(|| {
+                    let base = bases.get(&base).filter(|_| base < n).ok_or_else(|| {
                         unreadable(format!("its base, record {base}, is not before it"))
                     })?;
                     let checkpoint =
@@ -404,11 +418,20 @@ fn apply<F: Fs>(
                     (checkpoint, None)
                 }
             };
+            if sealed.is_none() && Some(n) == end {
+                match encoded(&checkpoint) {
+                    Ok(bytes) => sealed = Some(bytes),
+                    // Never acknowledged: its save withdrew it.
+                    Err(_) => continue,
+                }
+            }
+            if named.contains(&n) {
+                bases.insert(n, checkpoint.clone());
+            }
             if n >= from {
                 last.insert(checkpoint.id.clone(), decoded.len());
-                decoded.push((checkpoint.clone(), sealed));
+                decoded.push((checkpoint, sealed));
             }
-            held.insert(n, checkpoint);
         }
     }
     if decoded.is_empty() {
@@ -422,7 +445,7 @@ fn apply<F: Fs>(
         }
         let sealed = match sealed {
             Some(sealed) => sealed,
-            None => caf_core::format::encode(&checkpoint).map_err(|error| Error::Encode {
+            None => encoded(&checkpoint).map_err(|error| Error::Encode {
                 id: checkpoint.id.to_string(),
                 error,
             })?,
@@ -445,6 +468,16 @@ fn apply<F: Fs>(
         applied += 1;
     }
     Ok(applied)
+}
+
+/// The file bytes of a checkpoint rebuilt from a revision (an encoder's panic an error too).
+fn encoded(checkpoint: &Checkpoint) -> std::result::Result<Vec<u8>, caf_core::format::EncodeError> {
+    std::panic::catch_unwind(|| caf_core::format::encode(checkpoint)).unwrap_or_else(|_| {
+        Err(caf_core::format::EncodeError::Invalid {
+            pointer: String::new(),
+            message: "encoding stopped short".into(),
+        })
+    })
 }
 
 /// At most this many queued saves go into one transaction of the writer.
@@ -616,7 +649,7 @@ impl<F: Fs> JournaledStore<F> {
         done: Done,
     ) -> CheckpointSummary {
         let summary = CheckpointSummary::of(&done.owned, done.text.len() as u64);
-        bases.keep(slot.epoch(), number, done.base);
+        bases.keep(slot.epoch(), number, done.base, done.text.len());
         let job = (done.owned, done.text, slot.generation(), number);
         lock(&self.shared.queue).jobs.push_back(job);
         self.shared.work.notify_one();
@@ -632,9 +665,11 @@ impl<F: Fs> CheckpointStore for JournaledStore<F> {
             id: checkpoint.id.to_string(),
             error,
         };
-        let redacted = files.redactor().redact_for(checkpoint, self).checkpoint;
-        // What encoding would refuse, refused before anything is journaled.
-        let checked = Checked::new(redacted.into_owned()).map_err(encode_error)?;
+        let mut owned = files
+            .redactor()
+            .redact_for(checkpoint, self)
+            .checkpoint
+            .into_owned();
         let mut slot = lock(&self.shared.slot);
         let (failed, writer_behind) = {
             let q = lock(&self.shared.queue);
@@ -644,31 +679,36 @@ impl<F: Fs> CheckpointStore for JournaledStore<F> {
             self.catch_up(&mut slot)?;
         }
         let mut bases = lock(&self.shared.bases);
-        let mut checked = Some(checked);
         // A revision of the execution's save before, when the slot holds it: the helper encodes
         // its text while the disk flushes the record.
-        let base = checked
-            .as_ref()
-            .and_then(|c| bases.take(&c.get().execution_id, slot.epoch()));
-        if let (Some((number, base)), Some(next)) = (base, &checked) {
-            let mut record = Vec::new();
-            revision::encode_into(number, &base, next.get(), &mut record).map_err(|e| {
-                encode_error(caf_core::format::EncodeError::Invalid {
-                    pointer: String::new(),
-                    message: e.to_string(),
-                })
-            })?;
+        let revised = match bases.take(&owned.execution_id, slot.epoch()) {
+            Some((number, base)) => {
+                let mut record = Vec::with_capacity(16 << 10);
+                revision::encode_into(number, &base, &mut owned, &mut record).map_err(|e| {
+                    encode_error(caf_core::format::EncodeError::Invalid {
+                        pointer: String::new(),
+                        message: e.to_string(),
+                    })
+                })?;
+                Some((record, base))
+            }
+            None => None,
+        };
+        // What encoding would refuse, refused before anything is journaled.
+        let mut checked = Some(Checked::new(owned).map_err(encode_error)?);
+        if let Some((record, base)) = revised {
             let mut pending = None;
             let started = Instant::now();
             let appended = slot.append_then(Kind::Revision, &record, || {
                 if let Some(checked) = checked.take() {
                     let shared = Arc::clone(&self.shared);
                     pending = Some(self.helper.run(move || {
+                        // The base's memory is given back here, not on the saving thread.
+                        drop(base);
                         let text = shared.hybrid.files().encode_checked_unsealed(&checked)?;
                         Ok(after_flush(&shared.pace, writer_behind, checked, text))
                     }));
                 }
-                Ok(())
             });
             let appended = appended.map_err(|e| Error::io(slot.path(), e))?;
             if let (Some(number), Some(pending)) = (appended, pending) {
@@ -701,18 +741,19 @@ impl<F: Fs> CheckpointStore for JournaledStore<F> {
         // The save's text.
         let text = files.encode_checked_unsealed(&checked)?;
         let started = Instant::now();
-        let mut appended = slot.append_then(Kind::Text, text.text(), || Ok(()));
+        let mut appended = slot.append_then(Kind::Text, text.text(), || {});
         if let Ok(Some(_)) = appended {
             self.shared.pace.appended(started.elapsed());
         } else if matches!(appended, Ok(None)) && slot.holds_records() {
             // Full: emptied once the writer has written what it holds.
             self.catch_up(&mut slot)?;
             empty(&self.shared, &mut slot)?;
-            appended = slot.append_then(Kind::Text, text.text(), || Ok(()));
+            appended = slot.append_then(Kind::Text, text.text(), || {});
         }
         match appended.map_err(|e| Error::io(slot.path(), e))? {
             Some(number) => {
-                let done = after_flush(&self.shared.pace, writer_behind, checked, text);
+                // After the flush here: hashing now would only add to the save's time.
+                let done = after_flush(&self.shared.pace, false, checked, text);
                 Ok(self.queue(&slot, &mut bases, number, done))
             }
             // Larger than the journal: saved as the hybrid store saves (the writer is idle).

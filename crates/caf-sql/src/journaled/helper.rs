@@ -4,7 +4,8 @@
 //! to do that the record does not need (encode the checkpoint's text from the revision
 //! journaled, copy it for the writer) costs it no time if another thread does it during that
 //! wait. Work done on the saving thread before the flush only overlapped the record's write (a
-//! small part: the device's cache flush starts with the `fdatasync`). The flush stays on the
+//! small part: the device's cache flush starts with the `fdatasync`). The saving thread hands
+//! the helper its own copy of the checkpoint. The flush stays on the
 //! saving thread: handing it to another thread made each save wait for two wake-ups more,
 //! which cost more than the work (measured: saves twice as long on a 2-vCPU VM).
 
@@ -23,8 +24,8 @@ pub(super) struct Helper {
 pub(super) enum Pending<T> {
     /// Running on the helper.
     Running(mpsc::Receiver<T>),
-    /// Done on the calling thread (no helper).
-    Done(T),
+    /// Done on the calling thread (no helper): `None` if it panicked.
+    Done(Option<T>),
 }
 
 impl<T> Pending<T> {
@@ -32,7 +33,7 @@ impl<T> Pending<T> {
     pub(super) fn wait(self) -> Option<T> {
         match self {
             Pending::Running(result) => result.recv().ok(),
-            Pending::Done(t) => Some(t),
+            Pending::Done(t) => t,
         }
     }
 }
@@ -62,7 +63,9 @@ impl Helper {
         task: impl FnOnce() -> T + Send + 'static,
     ) -> Pending<T> {
         let Some(tasks) = &self.tasks else {
-            return Pending::Done(task());
+            return Pending::Done(
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(task)).ok(),
+            );
         };
         let (done, result) = mpsc::sync_channel(1);
         let task: Task = Box::new(move || {
@@ -72,11 +75,8 @@ impl Helper {
             Ok(()) => Pending::Running(result),
             // The thread is gone: the task comes back, run here.
             Err(mpsc::SendError(task)) => {
-                task();
-                match result.try_recv() {
-                    Ok(t) => Pending::Done(t),
-                    Err(_) => Pending::Running(result),
-                }
+                let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(task));
+                Pending::Done(result.try_recv().ok())
             }
         }
     }
