@@ -143,19 +143,25 @@ fn after_a_crash_the_journal_brings_back_every_acknowledged_save() {
 /// start at 4 KiB, each a 32-byte header (its magic, then its payload's length) and the
 /// payload, at multiples of 8; the first header of the wrong magic ends them.
 fn record_kinds(slot: &Path) -> Vec<[u8; 4]> {
-    let journal = std::fs::read(slot).unwrap();
+    let (records, _) = walk(&std::fs::read(slot).unwrap());
+    records.into_iter().map(|(_, kind)| kind).collect()
+}
+
+/// Where each record of a slot's bytes starts, with its kind (see [`record_kinds`]), and where
+/// the next one would start.
+fn walk(journal: &[u8]) -> (Vec<(usize, [u8; 4])>, usize) {
     let mut at = 4096;
-    let mut kinds = Vec::new();
+    let mut records = Vec::new();
     while at + 32 <= journal.len() {
         let kind: [u8; 4] = journal[at..at + 4].try_into().unwrap();
         if ![b"cafr", b"cafv", b"cafd"].contains(&&kind) {
             break;
         }
-        kinds.push(kind);
+        records.push((at, kind));
         let len = u32::from_le_bytes(journal[at + 4..at + 8].try_into().unwrap());
         at = (at + 32 + len as usize).next_multiple_of(8);
     }
-    kinds
+    (records, at)
 }
 
 /// A revision its save withdrew (its checkpoint could not be encoded), left in the slot by a
@@ -170,13 +176,9 @@ fn a_last_revision_that_cannot_be_encoded_is_left_out() {
     // A revision of the last record: a checkpoint of a format version caf cannot write.
     let slot = dir.path().join("files/.caf/journal/slot-0");
     let mut journal = std::fs::read(&slot).unwrap();
-    let n = record_kinds(&slot).len();
+    let (records, at) = walk(&journal);
+    let n = records.len();
     assert_eq!(n, run.len());
-    let mut at = 4096;
-    for _ in 0..n {
-        let len = u32::from_le_bytes(journal[at + 4..at + 8].try_into().unwrap());
-        at = (at + 32 + len as usize).next_multiple_of(8);
-    }
     let mut bad = run[5].clone();
     bad.version = "0.9.0".into();
     let json = serde_json::json!({
@@ -223,12 +225,9 @@ fn a_torn_last_record_is_not_applied_and_those_before_it_are() {
     // one), at multiples of 8.
     let slot = dir.path().join("files/.caf/journal/slot-0");
     let mut journal = std::fs::read(&slot).unwrap();
-    let len_at = |at: usize| u32::from_le_bytes(journal[at + 4..at + 8].try_into().unwrap());
-    let mut at = 4096;
-    for _ in &run[..run.len() - 1] {
-        at = (at + 32 + len_at(at) as usize).next_multiple_of(8);
-    }
-    let middle = at + 32 + len_at(at) as usize / 2;
+    let (records, end) = walk(&journal);
+    let (at, _) = records[run.len() - 1];
+    let middle = at + 32 + (end - at - 32) / 2;
     journal[middle] ^= 0xff;
     std::fs::write(&slot, &journal).unwrap();
 

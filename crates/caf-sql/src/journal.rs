@@ -1027,12 +1027,18 @@ mod tests {
         );
     }
 
+    /// The slots of `dir` taken through a file system whose operations can be made to fail.
+    fn faulty(dir: &Path) -> (caf_core::store::TestFs, Taken<caf_core::store::TestFs>) {
+        let fs = caf_core::store::TestFs::new();
+        let t = Slot::take_all(&fs, dir, DEFAULT_SLOT_BYTES).unwrap();
+        (fs, t)
+    }
+
     #[test]
     fn a_withdrawal_whose_flush_fails_still_leaves_no_record_behind_its_zeroed_header() {
-        use caf_core::store::{Fault, TestFs};
+        use caf_core::store::Fault;
         let dir = tempfile::tempdir().unwrap();
-        let fs = TestFs::new();
-        let mut t = Slot::take_all(&fs, dir.path(), DEFAULT_SLOT_BYTES).unwrap();
+        let (fs, mut t) = faulty(dir.path());
         let ours = t.ours.as_mut().unwrap();
         for n in 1..=2 {
             ours.append(&record(n)).unwrap();
@@ -1049,10 +1055,9 @@ mod tests {
 
     #[test]
     fn an_emptying_that_fails_still_ends_the_epoch_and_the_next_append_empties() {
-        use caf_core::store::{Fault, TestFs};
+        use caf_core::store::Fault;
         let dir = tempfile::tempdir().unwrap();
-        let fs = TestFs::new();
-        let mut t = Slot::take_all(&fs, dir.path(), DEFAULT_SLOT_BYTES).unwrap();
+        let (fs, mut t) = faulty(dir.path());
         let ours = t.ours.as_mut().unwrap();
         ours.append(&record(1)).unwrap();
         let epoch = ours.epoch();
@@ -1073,14 +1078,13 @@ mod tests {
 
     #[test]
     fn an_append_that_fails_leaves_the_records_before_it() {
-        use caf_core::store::{Fault, TestFs};
+        use caf_core::store::Fault;
         // Each operation of an append in turn (its write, its flush) fails once; the next
         // appends go on, numbered after the last that succeeded, and the slot reads back
         // exactly the records whose appends succeeded.
         for nth in 1..=2 {
             let dir = tempfile::tempdir().unwrap();
-            let fs = TestFs::new();
-            let mut t = Slot::take_all(&fs, dir.path(), DEFAULT_SLOT_BYTES).unwrap();
+            let (fs, mut t) = faulty(dir.path());
             let ours = t.ours.as_mut().unwrap();
             let mut kept = Vec::new();
             for step in 10..=16 {
