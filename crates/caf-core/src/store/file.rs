@@ -544,9 +544,8 @@ impl<F: Fs> FileStore<F> {
             })
     }
 
-    /// [`FileStore::encode`] but for the checksum ([`Encoder::encode_unsealed`]), of
-    /// `checkpoint` as it is (not redacted; see [`FileStore::redactor`]).
-    pub fn encode_unsealed(&self, checkpoint: &Checkpoint) -> Result<Unsealed> {
+    /// [`FileStore::encode`] but for the checksum ([`Encoder::encode_unsealed`]).
+    fn encode_unsealed(&self, checkpoint: &Checkpoint) -> Result<Unsealed> {
         let mut encoder = self.encoder.lock().unwrap_or_else(|p| p.into_inner());
         encoder
             .encode_unsealed_into(checkpoint, self.buffers.take())

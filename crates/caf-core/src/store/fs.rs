@@ -100,12 +100,6 @@ pub trait Fs: sealed::Sealed + Clone + Send + Sync + std::fmt::Debug + 'static {
     }
     /// Flushes the file's data (and the size needed to read it) to disk (`fdatasync`).
     fn sync_data(&self, file: &File, path: &Path) -> io::Result<()>;
-    /// Starts writing `len` bytes of the file from `offset` out to disk, without waiting for
-    /// them: a hint, so that work done before the [`sync_data`](Self::sync_data) that follows
-    /// runs while the disk writes. Nothing by default.
-    fn start_writing(&self, file: &File, path: &Path, offset: u64, len: u64) {
-        let _ = (file, path, offset, len);
-    }
     /// Renames `from` over `to` (atomic on POSIX).
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
     /// Gives the file `from` the new name `to`, failing if `to` exists (`link(2)`): a file that
@@ -205,25 +199,6 @@ impl Fs for RealFs {
     #[inline]
     fn sync_data(&self, file: &File, _path: &Path) -> io::Result<()> {
         file.sync_data()
-    }
-
-    /// `posix_fadvise(DONTNEED)` on Linux: the kernel starts writing the range's dirty pages out
-    /// (and drops its clean ones from the cache: a journal is read back only after a failure or
-    /// a crash). Nothing elsewhere.
-    fn start_writing(&self, file: &File, _path: &Path, offset: u64, len: u64) {
-        #[cfg(target_os = "linux")]
-        {
-            use rustix::fs::{fadvise, Advice};
-            // A hint: if it fails, `sync_data` writes everything, as it would have.
-            let _ = fadvise(
-                file,
-                offset,
-                std::num::NonZeroU64::new(len),
-                Advice::DontNeed,
-            );
-        }
-        #[cfg(not(target_os = "linux"))]
-        let _ = (file, offset, len);
     }
 
     #[inline]
