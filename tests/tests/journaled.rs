@@ -164,18 +164,29 @@ fn walk(journal: &[u8]) -> (Vec<(usize, [u8; 4])>, usize) {
     (records, at)
 }
 
+/// A store in `dir` that saved one execution of `steps` steps and crashed, having lost all but
+/// the first `kept` saves' rows and files: the checkpoints, its journal slot's path and bytes.
+fn crashed(
+    dir: &Path,
+    steps: usize,
+    kept: usize,
+) -> (Vec<Checkpoint>, std::path::PathBuf, Vec<u8>) {
+    let run = agent_run(1, steps);
+    save_and_crash(dir, &run);
+    lose(dir, &run[kept..], Some(kept as u64));
+    let slot = dir.join("files/.caf/journal/slot-0");
+    let journal = std::fs::read(&slot).unwrap();
+    (run, slot, journal)
+}
+
 /// A revision its save withdrew (its checkpoint could not be encoded), left in the slot by a
 /// crash before the withdrawal's flush, was never acknowledged: opening leaves it out and
 /// applies every record before it.
 #[test]
 fn a_last_revision_that_cannot_be_encoded_is_left_out() {
     let dir = tempfile::tempdir().unwrap();
-    let run = agent_run(1, 6);
-    save_and_crash(dir.path(), &run);
-    lose(dir.path(), &run[3..], Some(3));
+    let (run, slot, mut journal) = crashed(dir.path(), 6, 3);
     // A revision of the last record: a checkpoint of a format version caf cannot write.
-    let slot = dir.path().join("files/.caf/journal/slot-0");
-    let mut journal = std::fs::read(&slot).unwrap();
     let (records, at) = walk(&journal);
     let n = records.len();
     assert_eq!(n, run.len());
@@ -217,14 +228,8 @@ fn a_last_revision_that_cannot_be_encoded_is_left_out() {
 #[test]
 fn a_torn_last_record_is_not_applied_and_those_before_it_are() {
     let dir = tempfile::tempdir().unwrap();
-    let run = agent_run(1, 8);
-    save_and_crash(dir.path(), &run);
-    lose(dir.path(), &run[4..], Some(4));
-    // Tear the last record: records start at 4 KiB, each a 32-byte header (its payload's
-    // length at bytes 4..8) and the payload (the save's text, or a revision of an earlier
-    // one), at multiples of 8.
-    let slot = dir.path().join("files/.caf/journal/slot-0");
-    let mut journal = std::fs::read(&slot).unwrap();
+    let (run, slot, mut journal) = crashed(dir.path(), 8, 4);
+    // Tear the last record (see `walk`).
     let (records, end) = walk(&journal);
     let (at, _) = records[run.len() - 1];
     let middle = at + 32 + (end - at - 32) / 2;
