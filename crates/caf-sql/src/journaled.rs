@@ -472,12 +472,16 @@ fn apply<F: Fs>(
 
 /// The file bytes of a checkpoint rebuilt from a revision (an encoder's panic an error too).
 fn encoded(checkpoint: &Checkpoint) -> std::result::Result<Vec<u8>, caf_core::format::EncodeError> {
-    std::panic::catch_unwind(|| caf_core::format::encode(checkpoint)).unwrap_or_else(|_| {
-        Err(caf_core::format::EncodeError::Invalid {
-            pointer: String::new(),
-            message: "encoding stopped short".into(),
-        })
-    })
+    std::panic::catch_unwind(|| caf_core::format::encode(checkpoint))
+        .unwrap_or_else(|_| Err(stopped_short()))
+}
+
+/// Why an encoding that panicked gave nothing.
+fn stopped_short() -> caf_core::format::EncodeError {
+    caf_core::format::EncodeError::Invalid {
+        pointer: String::new(),
+        message: "encoding stopped short".into(),
+    }
 }
 
 /// At most this many queued saves go into one transaction of the writer.
@@ -713,12 +717,9 @@ impl<F: Fs> CheckpointStore for JournaledStore<F> {
             let appended = appended.map_err(|e| Error::io(slot.path(), e))?;
             if let (Some(number), Some(pending)) = (appended, pending) {
                 self.shared.pace.appended(started.elapsed());
-                let done = pending.wait().unwrap_or_else(|| {
-                    Err(encode_error(caf_core::format::EncodeError::Invalid {
-                        pointer: String::new(),
-                        message: "encoding stopped short".into(),
-                    }))
-                });
+                let done = pending
+                    .wait()
+                    .unwrap_or_else(|| Err(encode_error(stopped_short())));
                 return match done {
                     Ok(done) => Ok(self.queue(&slot, &mut bases, number, done)),
                     Err(e) => {

@@ -85,7 +85,7 @@ pub struct Figures {
     append_floor_us: f64,
     /// One `fdatasync` of an append of one 4 KiB page into a preallocated file, after each
     /// save, median: the least any durable save costs on this disk (a journaled save's record,
-    /// a delta, is a few KB).
+    /// mostly a revision, is a few KB).
     page_floor_us: f64,
     disk_bytes: u64,
     save_mean_us: f64,
