@@ -3,7 +3,8 @@
 
 use crate::connection::{AnyConnection, TxMode};
 use crate::error::{Result, SqlError};
-use crate::statement::Stmt;
+use crate::statement::fixed::execute;
+use crate::statement::{shape, Param, Stmt};
 use crate::SqlStore;
 use diesel::sql_types::BigInt;
 use diesel::QueryableByName;
@@ -35,21 +36,29 @@ pub(crate) fn record_in(conn: &mut AnyConnection, mark: &JournalMark<'_>) -> Res
     // The generation is stored as its bits (a BIGINT is signed).
     let (generation, applied) = (mark.generation as i64, mark.applied as i64);
     let backend = conn.backend();
-    Stmt::new(
-        "INSERT INTO journal_slots (slot, generation, applied) VALUES (?, ?, ?) \
-         ON CONFLICT (slot) DO UPDATE \
-         SET generation = excluded.generation, applied = excluded.applied",
+    execute::<RecordMark>(
+        conn,
+        &[
+            Param::Text(mark.slot),
+            Param::Int(generation),
+            Param::Int(applied),
+        ],
     )
-    .text(mark.slot)
-    .int(generation)
-    .int(applied)
-    .execute(conn)
     .map_err(SqlError::query(
         backend,
         "recording how far the journal is written",
     ))?;
     Ok(())
 }
+
+shape!(
+    /// Sets a slot's mark (`slot`, `generation`, `applied`): part of every journaled batch,
+    /// so kept prepared.
+    RecordMark,
+    "INSERT INTO journal_slots (slot, generation, applied) VALUES (?, ?, ?) \
+     ON CONFLICT (slot) DO UPDATE \
+     SET generation = excluded.generation, applied = excluded.applied"
+);
 
 impl SqlStore {
     /// The mark of the journal slot `slot`: its generation, and the number of the first

@@ -15,7 +15,8 @@
 //! database see that an earlier boot left files to check.
 
 use crate::connection::AnyConnection;
-use crate::statement::Stmt;
+use crate::statement::fixed::execute;
+use crate::statement::{shape, Param, Stmt};
 use caf_core::store::{write_atomic_in, write_new_in, Fs};
 use caf_core::{Error, Result};
 use diesel::sql_types::Text;
@@ -147,17 +148,25 @@ pub(crate) fn record(
     n: i64,
     checkpoint_id: &str,
 ) -> QueryResult<usize> {
-    Stmt::new(
-        "INSERT INTO unflushed_files (writer, n, store_id, boot_id, checkpoint_id) \
-         VALUES (?, ?, ?, ?, ?)",
+    execute::<RecordUnflushed>(
+        conn,
+        &[
+            Param::Int(w.writer),
+            Param::Int(n),
+            Param::Text(w.store_id.as_str()),
+            Param::Text(w.boot_id.as_str()),
+            Param::Text(checkpoint_id),
+        ],
     )
-    .int(w.writer)
-    .int(n)
-    .text(w.store_id.as_str())
-    .text(w.boot_id.as_str())
-    .text(checkpoint_id)
-    .execute(conn)
 }
+
+shape!(
+    /// Records a file about to be written unflushed (`writer`, `n`, `store_id`, `boot_id`,
+    /// `checkpoint_id`): part of every hybrid save, so kept prepared.
+    RecordUnflushed,
+    "INSERT INTO unflushed_files (writer, n, store_id, boot_id, checkpoint_id) \
+     VALUES (?, ?, ?, ?, ?)"
+);
 
 /// Forgets the rows of `writer` up to its `upto`-th: their files were written before the file
 /// system was synced.

@@ -80,16 +80,37 @@ pub(crate) trait Shape: 'static {
     const SEPARATOR: &'static str = ", ";
     /// The text after the groups.
     const TAIL: &'static str = "";
+
+    /// The head, group and tail cut at their placeholders, once per shape (see [`Pieces`]).
+    fn pieces() -> &'static Pieces;
+}
+
+/// A shape's texts cut at their `?`s, so that a statement run many times is not searched for
+/// its placeholders on each run (diesel walks a statement twice per run: to ask whether it may
+/// be cached, and to bind its values).
+#[derive(Debug)]
+pub(crate) struct Pieces {
+    head: Vec<&'static str>,
+    group: Vec<&'static str>,
+    tail: Vec<&'static str>,
+}
+
+impl Pieces {
+    /// `S`'s texts, cut.
+    pub fn of<S: Shape>() -> Self {
+        let cut = |text: &'static str| text.split('?').collect();
+        Self {
+            head: cut(S::HEAD),
+            group: cut(S::GROUP),
+            tail: cut(S::TAIL),
+        }
+    }
 }
 
 /// Declares a [`Shape`]: `shape!(Name, "head")` or `shape!(Name, "head", "group", "tail")`.
 macro_rules! shape {
     ($(#[$doc:meta])* $name:ident, $head:expr) => {
-        $(#[$doc])*
-        pub(crate) struct $name;
-        impl $crate::statement::Shape for $name {
-            const HEAD: &'static str = $head;
-        }
+        $crate::statement::shape!($(#[$doc])* $name, $head, "", "");
     };
     ($(#[$doc:meta])* $name:ident, $head:expr, $group:expr, $tail:expr) => {
         $(#[$doc])*
@@ -98,6 +119,12 @@ macro_rules! shape {
             const HEAD: &'static str = $head;
             const GROUP: &'static str = $group;
             const TAIL: &'static str = $tail;
+
+            fn pieces() -> &'static $crate::statement::fixed::Pieces {
+                static PIECES: std::sync::OnceLock<$crate::statement::fixed::Pieces> =
+                    std::sync::OnceLock::new();
+                PIECES.get_or_init($crate::statement::fixed::Pieces::of::<Self>)
+            }
         }
     };
 }
@@ -136,30 +163,31 @@ impl<'a, S: Shape, const N: usize> Fixed<'a, S, N> {
         push: impl Fn(&'b Param<'a>, &mut AstPass<'_, 'b, DB>) -> QueryResult<()>,
     ) -> QueryResult<()> {
         let mut values = self.values.iter();
-        let mut text = |out: &mut AstPass<'_, 'b, DB>, sql: &str| -> QueryResult<()> {
-            let mut parts = sql.split('?');
-            if let Some(first) = parts.next() {
-                out.push_sql(first);
-            }
-            for part in parts {
+        let mut text = |out: &mut AstPass<'_, 'b, DB>, pieces: &'static [&'static str]| {
+            let Some((first, rest)) = pieces.split_first() else {
+                return Ok(());
+            };
+            out.push_sql(first);
+            for piece in rest {
                 let value = values.next().ok_or_else(|| {
                     diesel::result::Error::QueryBuilderError(
                         format!("more placeholders than values in {}", S::HEAD).into(),
                     )
                 })?;
                 push(value, out)?;
-                out.push_sql(part);
+                out.push_sql(piece);
             }
-            Ok(())
+            QueryResult::Ok(())
         };
-        text(&mut out, S::HEAD)?;
+        let pieces = S::pieces();
+        text(&mut out, &pieces.head)?;
         for i in 0..N {
             if i > 0 {
                 out.push_sql(S::SEPARATOR);
             }
-            text(&mut out, S::GROUP)?;
+            text(&mut out, &pieces.group)?;
         }
-        text(&mut out, S::TAIL)?;
+        text(&mut out, &pieces.tail)?;
         if values.next().is_some() {
             return Err(diesel::result::Error::QueryBuilderError(
                 format!("more values than placeholders in {}", S::HEAD).into(),
