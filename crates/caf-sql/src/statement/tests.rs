@@ -165,6 +165,53 @@ fn the_placeholders_of_a_shape_grow_with_its_groups() {
     assert_eq!(Fixed::<MarkPairs, 4>::placeholders(), 6);
 }
 
+/// The text a shape renders, its values bound as each backend writes placeholders: the head,
+/// the groups joined by the separator, the tail, each cut at its `?`s once per shape.
+#[test]
+fn a_shape_renders_its_head_groups_and_tail_with_each_backend_s_placeholders() {
+    let values = [
+        Param::Int(1),
+        Param::Text("a"),
+        Param::Int(2),
+        Param::OptText(None),
+    ];
+    // The text before ` -- binds: `, which lists the values.
+    macro_rules! rendered {
+        ($shape:ty, $db:ty) => {{
+            let query = Fixed::<$shape, 2>::new(&values);
+            let text = diesel::debug_query::<$db, _>(&query).to_string();
+            text.split(" -- binds: ")
+                .next()
+                .unwrap_or_default()
+                .to_string()
+        }};
+    }
+    #[cfg(feature = "sqlite")]
+    {
+        use diesel::sqlite::Sqlite;
+        assert_eq!(
+            rendered!(InsertPairs, Sqlite),
+            "INSERT INTO fixed_test (n, label) VALUES (?, ?), (?, ?)"
+        );
+        assert_eq!(
+            rendered!(MarkPairs, Sqlite),
+            "UPDATE fixed_test SET mark = ? WHERE label = ? AND n IN (?, ?)"
+        );
+    }
+    #[cfg(feature = "postgres")]
+    {
+        use diesel::pg::Pg;
+        assert_eq!(
+            rendered!(InsertPairs, Pg),
+            "INSERT INTO fixed_test (n, label) VALUES ($1, $2), ($3, $4)"
+        );
+        assert_eq!(
+            rendered!(MarkPairs, Pg),
+            "UPDATE fixed_test SET mark = $1 WHERE label = $2 AND n IN ($3, $4)"
+        );
+    }
+}
+
 #[test]
 fn multi_row_inserts_round_trip_at_every_boundary() {
     for (mut conn, _dir) in connections() {
