@@ -186,29 +186,30 @@ fn a_shape_renders_its_head_groups_and_tail_with_each_backend_s_placeholders() {
                 .to_string()
         }};
     }
+    // As SQLite writes them; PostgreSQL numbers the placeholders.
+    let expected = [
+        "INSERT INTO fixed_test (n, label) VALUES (?, ?), (?, ?)",
+        "UPDATE fixed_test SET mark = ? WHERE label = ? AND n IN (?, ?)",
+    ];
     #[cfg(feature = "sqlite")]
     {
         use diesel::sqlite::Sqlite;
-        assert_eq!(
-            rendered!(InsertPairs, Sqlite),
-            "INSERT INTO fixed_test (n, label) VALUES (?, ?), (?, ?)"
-        );
-        assert_eq!(
-            rendered!(MarkPairs, Sqlite),
-            "UPDATE fixed_test SET mark = ? WHERE label = ? AND n IN (?, ?)"
-        );
+        let got = [rendered!(InsertPairs, Sqlite), rendered!(MarkPairs, Sqlite)];
+        assert_eq!(got, expected);
     }
     #[cfg(feature = "postgres")]
     {
         use diesel::pg::Pg;
-        assert_eq!(
-            rendered!(InsertPairs, Pg),
-            "INSERT INTO fixed_test (n, label) VALUES ($1, $2), ($3, $4)"
-        );
-        assert_eq!(
-            rendered!(MarkPairs, Pg),
-            "UPDATE fixed_test SET mark = $1 WHERE label = $2 AND n IN ($3, $4)"
-        );
+        let numbered = |text: &str| {
+            let mut parts = text.split('?');
+            let mut out = parts.next().unwrap_or_default().to_string();
+            for (n, part) in (1..).zip(parts) {
+                out.push_str(&format!("${n}{part}"));
+            }
+            out
+        };
+        let got = [rendered!(InsertPairs, Pg), rendered!(MarkPairs, Pg)];
+        assert_eq!(got, expected.map(numbered));
     }
 }
 
