@@ -478,9 +478,14 @@ fn encoded(checkpoint: &Checkpoint) -> std::result::Result<Vec<u8>, caf_core::fo
 
 /// Why an encoding that panicked gave nothing.
 fn stopped_short() -> caf_core::format::EncodeError {
+    of_the_whole("encoding stopped short")
+}
+
+/// A save's encoding refused for the checkpoint as a whole (no one place in it).
+fn of_the_whole(message: impl Into<String>) -> caf_core::format::EncodeError {
     caf_core::format::EncodeError::Invalid {
         pointer: String::new(),
-        message: "encoding stopped short".into(),
+        message: message.into(),
     }
 }
 
@@ -688,12 +693,8 @@ impl<F: Fs> CheckpointStore for JournaledStore<F> {
         let revised = match bases.take(&owned.execution_id, slot.epoch()) {
             Some((number, base)) => {
                 let mut record = Vec::with_capacity(16 << 10);
-                revision::encode_into(number, &base, &mut owned, &mut record).map_err(|e| {
-                    encode_error(caf_core::format::EncodeError::Invalid {
-                        pointer: String::new(),
-                        message: e.to_string(),
-                    })
-                })?;
+                revision::encode_into(number, &base, &mut owned, &mut record)
+                    .map_err(|e| encode_error(of_the_whole(e.to_string())))?;
                 Some((record, base))
             }
             None => None,
@@ -734,10 +735,9 @@ impl<F: Fs> CheckpointStore for JournaledStore<F> {
         }
         let Some(checked) = checked else {
             // Handed to the helper only when the revision was appended.
-            return Err(encode_error(caf_core::format::EncodeError::Invalid {
-                pointer: String::new(),
-                message: "the checkpoint went to a save that did not happen".into(),
-            }));
+            return Err(encode_error(of_the_whole(
+                "the checkpoint went to a save that did not happen",
+            )));
         };
         // The save's text.
         let text = files.encode_checked_unsealed(&checked)?;

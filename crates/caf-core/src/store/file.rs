@@ -11,8 +11,8 @@ use super::{CheckpointStore, CheckpointSummary, DamagedCheckpoint, ListFilter};
 use crate::clock::Timestamp;
 use crate::error::{Error, Result};
 use crate::format::{
-    decode, decode_known_file, file_digest, prepare_shared, Checked, Checkpoint, Decoded, Encoder,
-    Limits, LoadError, Unsealed,
+    decode, decode_known_file, file_digest, prepare_shared, Checked, Checkpoint, Decoded,
+    EncodeError, Encoder, Limits, LoadError, Unsealed,
 };
 use crate::id::{check_id, CheckpointId, ExecutionId};
 use crate::redact::{RedactionRules, Redactor};
@@ -535,24 +535,30 @@ impl<F: Fs> FileStore<F> {
     /// [`FileStore::encode_unsealed`] of a checkpoint [`check`](crate::format::check)
     /// accepted, not checked again.
     pub fn encode_checked_unsealed(&self, checkpoint: &Checked) -> Result<Unsealed> {
-        let mut encoder = self.encoder.lock().unwrap_or_else(|p| p.into_inner());
-        encoder
-            .encode_checked_into(checkpoint, self.buffers.take())
-            .map_err(|error| Error::Encode {
-                id: checkpoint.get().id.to_string(),
-                error,
-            })
+        self.encode_with(&checkpoint.get().id, |encoder, buffer| {
+            encoder.encode_checked_into(checkpoint, buffer)
+        })
     }
 
     /// [`FileStore::encode`] but for the checksum ([`Encoder::encode_unsealed`]).
     fn encode_unsealed(&self, checkpoint: &Checkpoint) -> Result<Unsealed> {
+        self.encode_with(&checkpoint.id, |encoder, buffer| {
+            encoder.encode_unsealed_into(checkpoint, buffer)
+        })
+    }
+
+    /// Runs `encode` with the store's encoder and a buffer given back; its error is of
+    /// checkpoint `id`.
+    fn encode_with(
+        &self,
+        id: &CheckpointId,
+        encode: impl FnOnce(&mut Encoder, Vec<u8>) -> std::result::Result<Unsealed, EncodeError>,
+    ) -> Result<Unsealed> {
         let mut encoder = self.encoder.lock().unwrap_or_else(|p| p.into_inner());
-        encoder
-            .encode_unsealed_into(checkpoint, self.buffers.take())
-            .map_err(|error| Error::Encode {
-                id: checkpoint.id.to_string(),
-                error,
-            })
+        encode(&mut encoder, self.buffers.take()).map_err(|error| Error::Encode {
+            id: id.to_string(),
+            error,
+        })
     }
 
     /// Replaces the store's redaction rules (the default: [`RedactionRules::new`], every
