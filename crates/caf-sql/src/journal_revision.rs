@@ -22,7 +22,7 @@
 //! the record's own CRC-32 covers the rest. A revision rebuilds the very checkpoint that was
 //! saved, so its file, encoded again, is byte for byte the one the store would have written.
 
-use caf_core::format::{Checkpoint, JsonObject};
+use caf_core::format::Checkpoint;
 use caf_core::{CheckpointId, ExecutionId};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -99,19 +99,10 @@ fn identical(a: &Value, b: &Value) -> bool {
         (Value::Object(x), Value::Object(y)) => {
             x.len() == y.len()
                 && x.iter()
-                    .zip(y)
-                    .all(|((ka, va), (kb, vb))| ka == kb && identical(va, vb))
+                    .all(|(k, v)| y.get(k).is_some_and(|w| identical(v, w)))
         }
         _ => a == b,
     }
-}
-
-/// The names of `next`'s tool results that `base` holds identically.
-fn results_kept<'a>(base: &JsonObject, next: &'a JsonObject) -> Vec<&'a str> {
-    next.iter()
-        .filter(|(name, value)| base.get(*name).is_some_and(|b| identical(b, value)))
-        .map(|(name, _)| name.as_str())
-        .collect()
 }
 
 /// Appends to `out` the revision that makes `next` of `base`, which record `number` holds.
@@ -131,25 +122,23 @@ pub(crate) fn encode_into(
         &base.snapshot.tool_state.calls,
         &next.snapshot.tool_state.calls,
     );
-    let mut results = std::mem::take(&mut next.snapshot.tool_state.results);
-    let kept_names: Vec<String> = results_kept(&base.snapshot.tool_state.results, &results)
-        .into_iter()
-        .map(str::to_owned)
-        .collect();
-    // The kept results are moved out while the rest is written, and back after.
-    let mut kept_results = Vec::with_capacity(kept_names.len());
-    for name in &kept_names {
-        if let Some(entry) = results.remove_entry(name) {
-            kept_results.push(entry);
-        }
-    }
-    next.snapshot.tool_state.results = results;
+    // The results the base holds identically are moved out while the rest is written, and
+    // back after.
+    let in_base = |(name, value): &(String, Value)| {
+        let base = base.snapshot.tool_state.results.get(name);
+        base.is_some_and(|b| identical(b, value))
+    };
+    let (kept_results, written): (Vec<_>, Vec<_>) =
+        std::mem::take(&mut next.snapshot.tool_state.results)
+            .into_iter()
+            .partition(in_base);
+    next.snapshot.tool_state.results = written.into_iter().collect();
     let thoughts = std::mem::take(&mut next.snapshot.thought_chain.thoughts);
     let calls = std::mem::take(&mut next.snapshot.tool_state.calls);
     next.snapshot.thought_chain.thoughts = thoughts[thoughts_kept..].to_vec();
     next.snapshot.tool_state.calls = calls[calls_kept..].to_vec();
     out.extend_from_slice(&number.to_le_bytes());
-    let names: Vec<&str> = kept_names.iter().map(String::as_str).collect();
+    let names: Vec<&str> = kept_results.iter().map(|(name, _)| name.as_str()).collect();
     let written = serde_json::to_writer(
         &mut *out,
         &Written {
