@@ -139,9 +139,8 @@ fn after_a_crash_the_journal_brings_back_every_acknowledged_save() {
 }
 
 /// The kind of each record in a journal slot (`cafr` a save's text, `cafv` a revision, `cafd`
-/// a text delta): records
-/// start at 4 KiB, each a 32-byte header (its magic, then its payload's length) and the
-/// payload, at multiples of 8; the first header of the wrong magic ends them.
+/// a text delta): records start at 4 KiB, each a 32-byte header (its magic, then its payload's
+/// length) and the payload, at multiples of 8; the first header of the wrong magic ends them.
 fn record_kinds(slot: &Path) -> Vec<[u8; 4]> {
     let (records, _) = walk(&std::fs::read(slot).unwrap());
     records.into_iter().map(|(_, kind)| kind).collect()

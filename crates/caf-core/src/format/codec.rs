@@ -99,21 +99,13 @@ pub fn encode(ckpt: &Checkpoint) -> Result<Vec<u8>, EncodeError> {
 /// sealed where it suits the caller (a hybrid store seals on the thread that writes the file,
 /// while its rows are written). `capacity` is the expected length (0 when unknown).
 pub fn encode_unsealed(ckpt: &Checkpoint, capacity: usize) -> Result<Unsealed, EncodeError> {
-    encode_unsealed_into(ckpt, Vec::with_capacity(capacity.max(16 * 1024)))
-}
-
-/// [`encode_unsealed`] into `text`, a buffer whose earlier content is cleared and whose memory
-/// is reused: a writer that gives back the bytes of each file it wrote spares the allocator
-/// fresh pages for the next (`FileStore::give_back`).
-pub(super) fn encode_unsealed_into(
-    ckpt: &Checkpoint,
-    text: Vec<u8>,
-) -> Result<Unsealed, EncodeError> {
     check(ckpt)?;
-    write_unsealed_into(ckpt, text)
+    write_unsealed_into(ckpt, Vec::with_capacity(capacity.max(16 * 1024)))
 }
 
-/// [`encode_unsealed_into`] of a checkpoint [`check`] accepted.
+/// [`encode_unsealed`] of a checkpoint [`check`] accepted, into `text`, a buffer whose earlier
+/// content is cleared and whose memory is reused: a writer that gives back the bytes of each
+/// file it wrote spares the allocator fresh pages for the next (`FileStore::give_back`).
 pub(super) fn write_unsealed_into(
     ckpt: &Checkpoint,
     mut text: Vec<u8>,
