@@ -54,13 +54,18 @@ fn concurrent_writers_lose_nothing_in_every_mode() {
     for mode in ["files", "files+sqlite", "sqlite"] {
         check_mode(&report, mode, 4, 12);
     }
-    // The floors under the same load, measured in the same run: appends alone, and appends
-    // with a file per checkpoint.
-    for (key, with_files) in [("floor", false), ("floor_with_files", true)] {
+    // The floors under the same load, measured in the same run: appends alone, appends with a
+    // file per checkpoint, and appends with a checksummed file per checkpoint.
+    for (key, with_files, with_checksums) in [
+        ("floor", false, false),
+        ("floor_with_files", true, false),
+        ("floor_with_checksums", true, true),
+    ] {
         let floor = &report[key];
         assert_eq!(floor["processes"], 4, "{floor}");
         assert_eq!(floor["saves_each"], 12, "{floor}");
         assert_eq!(floor["with_files"], with_files, "{floor}");
+        assert_eq!(floor["with_checksums"], with_checksums, "{floor}");
         assert!(floor["saves_per_s"].as_f64().unwrap() > 0.0, "{floor}");
         assert!(floor["cpu_us_per_save"].as_f64().unwrap() > 0.0, "{floor}");
     }
@@ -86,6 +91,7 @@ fn concurrent_writers_lose_nothing_in_every_mode() {
     for row in [
         "floor: appends, one fdatasync each",
         "floor: appends and files",
+        "floor: appends, checksummed files",
     ] {
         assert!(out.out().contains(row), "{row}: {}", out.describe());
     }

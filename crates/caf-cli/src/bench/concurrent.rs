@@ -13,6 +13,7 @@
 //! LangGraph's peer (`langgraph_agent_run.py --concurrent N --saves K`) runs the same way: N
 //! processes started together, one SQLite file, errors counted and not retried.
 
+use super::floor::FloorKind;
 use super::peer::PeerRun;
 use super::workload::{mode_dir, open_store, sql_failure, step, store_of, NullStore};
 use super::Mode;
@@ -243,13 +244,15 @@ pub(super) fn work(
 /// once and flush them alone cost the disk (saves sharing one flush, as SQLite's group commit
 /// lets them, can go faster). With `with_files`, each writer also writes every checkpoint to a
 /// new file of its own in one shared directory (create, write, rename, no flush): the floor of a
-/// mode that keeps a file per checkpoint. The ratio of a mode's saves per second to this shows
-/// what is left.
+/// mode that keeps a file per checkpoint; with `with_checksums` too, it first computes each file's
+/// SHA-256, as the format requires: the floor of any store of this format's files. The ratio of
+/// a mode's saves per second to these shows what is left.
 #[derive(Debug, Serialize)]
 pub(super) struct ConcurrentFloor {
     pub(super) processes: u32,
     pub(super) saves_each: u32,
     pub(super) with_files: bool,
+    pub(super) with_checksums: bool,
     pub(super) seconds: f64,
     pub(super) saves_per_s: f64,
     /// The CPU time of the appends and flushes (and files) per checkpoint, in microseconds.
@@ -277,19 +280,19 @@ pub(super) fn floor_checkpoints(saves: u32) -> Result<Vec<Vec<u8>>, Failure> {
 pub(super) fn measure_floor(
     processes: u32,
     checkpoints: &[Vec<u8>],
-    with_files: bool,
+    kind: FloorKind,
     scratch: &Path,
 ) -> Result<ConcurrentFloor, Failure> {
     // Kept, as the modes' directories are, until the run is over.
     let dir = mode_dir(scratch)?;
-    let (seconds, cpu_s) =
-        super::floor::concurrent_appends(&dir, processes, checkpoints, with_files)?;
+    let (seconds, cpu_s) = super::floor::concurrent_appends(&dir, processes, checkpoints, kind)?;
     let saves = u32::try_from(checkpoints.len()).unwrap_or(u32::MAX);
     let appended = f64::from(processes) * f64::from(saves);
     Ok(ConcurrentFloor {
         processes,
         saves_each: saves,
-        with_files,
+        with_files: kind.files(),
+        with_checksums: kind.checksums(),
         seconds: (seconds * 1000.0).round() / 1000.0,
         saves_per_s: (appended / seconds.max(1e-9) * 10.0).round() / 10.0,
         cpu_us_per_save: (cpu_s * 1e6 / appended.max(1.0)).round(),
@@ -312,6 +315,8 @@ pub(super) struct ConcurrentReport<'a> {
     pub(super) floor: Option<&'a ConcurrentFloor>,
     /// The floor of appends and a file per checkpoint; `null` likewise.
     pub(super) floor_with_files: Option<&'a ConcurrentFloor>,
+    /// The floor of appends and a checksummed file per checkpoint; `null` likewise.
+    pub(super) floor_with_checksums: Option<&'a ConcurrentFloor>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) peer: Option<&'a serde_json::Value>,
     /// caf's saves per second over the peer's: above 1, caf saves more per second.
@@ -322,7 +327,7 @@ pub(super) struct ConcurrentReport<'a> {
 impl<'a> ConcurrentReport<'a> {
     pub(super) fn new(
         caf: &'a [ConcurrentFigures],
-        floors: [Option<&'a ConcurrentFloor>; 2],
+        floors: [Option<&'a ConcurrentFloor>; 3],
         peer: Option<&'a serde_json::Value>,
     ) -> Self {
         let ratios = peer.map_or_else(Vec::new, |peer| {
@@ -338,6 +343,7 @@ impl<'a> ConcurrentReport<'a> {
             caf,
             floor: floors[0],
             floor_with_files: floors[1],
+            floor_with_checksums: floors[2],
             peer,
             ratios,
         }

@@ -83,22 +83,50 @@ impl AppendFloor {
     }
 }
 
+/// What each writer of [`concurrent_appends`] does besides its appends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum FloorKind {
+    /// Nothing: one append and its `fdatasync` per checkpoint.
+    Appends,
+    /// Also writes each checkpoint's bytes to a file of its own, as caf's modes with files do.
+    Files,
+    /// Also computes each file's checksum first, as the format requires of every file (the
+    /// SHA-256 of its text; caf leaves out the `integrity` line, ~80 bytes, hashed here too).
+    Checksummed,
+}
+
+impl FloorKind {
+    /// Every kind, in the order they are measured.
+    pub(super) const ALL: [FloorKind; 3] = [Self::Appends, Self::Files, Self::Checksummed];
+
+    /// Whether its writers write files.
+    pub(super) fn files(self) -> bool {
+        self != Self::Appends
+    }
+
+    /// Whether its writers compute each file's checksum.
+    pub(super) fn checksums(self) -> bool {
+        self == Self::Checksummed
+    }
+}
+
 /// The physical floor of `writers` agents saving at once: each appends every one of
 /// `checkpoints` (the bytes of one execution's saves, in order) to a preallocated file of its own,
-/// with one `fdatasync` per append, all starting together. With `files`, each writer then also
-/// writes each checkpoint's bytes to a file of its own, as caf's modes with files do: a new
-/// temporary file in one directory shared by all writers, renamed to its name there, not flushed
-/// (the append made the save durable). Returns the seconds from the start until the last writer
-/// is done, and the CPU time this process spent meanwhile. Threads of this process: an append, its
-/// flush and a file's creation are system calls, so processes would add nothing but their start.
+/// with one `fdatasync` per append, all starting together. With files ([`FloorKind`]), each
+/// writer then also writes each checkpoint's bytes to a file of its own, as caf's modes with files
+/// do: a new temporary file in one directory shared by all writers, renamed to its name there, not
+/// flushed (the append made the save durable); checksummed, it hashes them first. Returns the
+/// seconds from the start until the last writer is done, and the CPU time this process spent
+/// meanwhile. Threads of this process: an append, its flush and a file's creation are system
+/// calls, so processes would add nothing but their start.
 pub(super) fn concurrent_appends(
     dir: &std::path::Path,
     writers: u32,
     checkpoints: &[Vec<u8>],
-    files: bool,
+    kind: FloorKind,
 ) -> Result<(f64, f64), Failure> {
     let files_dir = dir.join("files");
-    if files {
+    if kind.files() {
         std::fs::create_dir(&files_dir)
             .map_err(|e| Failure::msg(format!("{}: {e}", files_dir.display())))?;
     }
@@ -119,7 +147,10 @@ pub(super) fn concurrent_appends(
                     start.wait();
                     checkpoints.iter().enumerate().try_for_each(|(k, bytes)| {
                         file.append(bytes)?;
-                        if files {
+                        if kind.checksums() {
+                            std::hint::black_box(caf_core::format::integrity::digest(&[bytes]));
+                        }
+                        if kind.files() {
                             write_renamed(files_dir, &format!("{w}-{k}"), bytes)?;
                         }
                         Ok::<(), Failure>(())

@@ -28,6 +28,7 @@ use crate::target::Target;
 use crate::{CmdResult, Failure};
 use anstyle::Style;
 use concurrent::{ConcurrentFigures, ConcurrentFloor, ConcurrentReport};
+use floor::FloorKind;
 pub use peer::Peer;
 use peer::{print_side_by_side, PeerRun, SideBySide};
 use serde::Serialize;
@@ -397,14 +398,15 @@ fn run_concurrent(
     Ok(())
 }
 
-/// The two floors of [`ConcurrentFloor`]: appends alone, then appends and files. One that cannot
-/// be measured is `None`, with a warning on stderr.
+/// The floors of [`ConcurrentFloor`], one per [`FloorKind`]: appends alone, then appends and
+/// files, then appends and checksummed files. One that cannot be measured is `None`, with a
+/// warning on stderr.
 fn measure_floors(
     processes: u32,
     saves: u32,
     scratch: &Path,
     json: bool,
-) -> [Option<ConcurrentFloor>; 2] {
+) -> [Option<ConcurrentFloor>; 3] {
     let warn = |e: Failure| {
         let why = match e {
             Failure::Failed(lines) => lines.join("; "),
@@ -417,31 +419,43 @@ fn measure_floors(
         Ok(c) => c,
         Err(e) => {
             warn(e);
-            return [None, None];
+            return [None, None, None];
         }
     };
-    [false, true].map(|with_files| {
+    FloorKind::ALL.map(|kind| {
         if !json {
             eprintln!(
                 "measuring the floor: {} x {} appended, one fdatasync each{} …",
                 output::count(processes, "writer"),
                 output::count(saves, "checkpoint"),
-                if with_files {
-                    ", and written to files"
-                } else {
-                    ""
+                match kind {
+                    FloorKind::Appends => "",
+                    FloorKind::Files => ", and written to files",
+                    FloorKind::Checksummed => ", checksummed and written to files",
                 }
             );
         }
-        concurrent::measure_floor(processes, &checkpoints, with_files, scratch)
+        concurrent::measure_floor(processes, &checkpoints, kind, scratch)
             .map_err(warn)
             .ok()
     })
 }
 
+/// A floor's name in the table of figures, and in the table of ratios.
+fn floor_names(floor: &ConcurrentFloor) -> (&'static str, &'static str) {
+    match (floor.with_files, floor.with_checksums) {
+        (false, _) => ("floor: appends, one fdatasync each", "floor (no store)"),
+        (true, false) => ("floor: appends and files", "floor with files (no store)"),
+        (true, true) => (
+            "floor: appends, checksummed files",
+            "floor with checksummed files (no store)",
+        ),
+    }
+}
+
 fn print_concurrent(
     all: &[ConcurrentFigures],
-    floors: [Option<&ConcurrentFloor>; 2],
+    floors: [Option<&ConcurrentFloor>; 3],
     peer: Option<&serde_json::Value>,
 ) {
     let plain = Style::new();
@@ -484,13 +498,8 @@ fn print_concurrent(
         ]);
     }
     for floor in floors.into_iter().flatten() {
-        let name = if floor.with_files {
-            "floor: appends and files"
-        } else {
-            "floor: appends, one fdatasync each"
-        };
         table.row(vec![
-            (name.into(), plain),
+            (floor_names(floor).0.into(), plain),
             (format!("{} x {}", floor.processes, floor.saves_each), plain),
             (format!("{:.0}", floor.saves_per_s), plain),
             ("-".into(), plain),
@@ -523,14 +532,10 @@ fn print_concurrent(
         crate::say!();
         let mut ratios = Table::new(&["CAF / LANGGRAPH", "SAVES PER SECOND"]);
         let rows = all.iter().map(|f| (mode_name(f.mode), f.saves_per_s));
-        let floor_rows = floors.into_iter().flatten().map(|f| {
-            let name = if f.with_files {
-                "floor with files (no store)"
-            } else {
-                "floor (no store)"
-            };
-            (name.to_string(), f.saves_per_s)
-        });
+        let floor_rows = floors
+            .into_iter()
+            .flatten()
+            .map(|f| (floor_names(f).1.to_string(), f.saves_per_s));
         for (name, rate) in rows.chain(floor_rows) {
             let r = peer::ratio(rate, peer_rate);
             ratios.row(vec![
@@ -556,7 +561,9 @@ fn print_concurrent(
          a failed save is not retried; floor: each writer appends the same checkpoints' bytes to \
          a preallocated file of its own and flushes each, with nothing else done; floor with \
          files: each writer also writes each checkpoint to a new file in one shared directory \
-         (created, written, renamed, not flushed), as the modes with files do; CPU/SAVE: the \
+         (created, written, renamed, not flushed), as the modes with files do; checksummed \
+         files: each writer also computes each file's SHA-256 first, as the format requires of \
+         every file; CPU/SAVE: the \
          CPU time the writers spent (all threads, user and system) per save."
     );
 }
