@@ -255,7 +255,8 @@ pub(super) struct ConcurrentFloor {
     pub(super) with_checksums: bool,
     pub(super) seconds: f64,
     pub(super) saves_per_s: f64,
-    /// The CPU time of the appends and flushes (and files) per checkpoint, in microseconds.
+    /// The CPU time of the appends and flushes (and files, and checksums) per checkpoint, in
+    /// microseconds.
     pub(super) cpu_us_per_save: f64,
 }
 
