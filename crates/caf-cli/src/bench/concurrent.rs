@@ -251,6 +251,9 @@ pub(super) fn work(
 pub(super) struct ConcurrentFloor {
     pub(super) processes: u32,
     pub(super) saves_each: u32,
+    /// Which floor: the JSON says it as `with_files` and `with_checksums`.
+    #[serde(skip)]
+    pub(super) kind: FloorKind,
     pub(super) with_files: bool,
     pub(super) with_checksums: bool,
     pub(super) seconds: f64,
@@ -292,6 +295,7 @@ pub(super) fn measure_floor(
     Ok(ConcurrentFloor {
         processes,
         saves_each: saves,
+        kind,
         with_files: kind.files(),
         with_checksums: kind.checksums(),
         seconds: (seconds * 1000.0).round() / 1000.0,

@@ -108,6 +108,27 @@ impl FloorKind {
     pub(super) fn checksums(self) -> bool {
         self == Self::Checksummed
     }
+
+    /// What its writers do besides appending, as the progress line says it.
+    pub(super) fn doing(self) -> &'static str {
+        match self {
+            Self::Appends => "",
+            Self::Files => ", and written to files",
+            Self::Checksummed => ", checksummed and written to files",
+        }
+    }
+
+    /// Its name in the table of figures, and in the table of ratios.
+    pub(super) fn names(self) -> (&'static str, &'static str) {
+        match self {
+            Self::Appends => ("floor: appends, one fdatasync each", "floor (no store)"),
+            Self::Files => ("floor: appends and files", "floor with files (no store)"),
+            Self::Checksummed => (
+                "floor: appends, checksummed files",
+                "floor with checksummed files (no store)",
+            ),
+        }
+    }
 }
 
 /// The physical floor of `writers` agents saving at once: each appends every one of

@@ -428,29 +428,13 @@ fn measure_floors(
                 "measuring the floor: {} x {} appended, one fdatasync each{} …",
                 output::count(processes, "writer"),
                 output::count(saves, "checkpoint"),
-                match kind {
-                    FloorKind::Appends => "",
-                    FloorKind::Files => ", and written to files",
-                    FloorKind::Checksummed => ", checksummed and written to files",
-                }
+                kind.doing()
             );
         }
         concurrent::measure_floor(processes, &checkpoints, kind, scratch)
             .map_err(warn)
             .ok()
     })
-}
-
-/// A floor's name in the table of figures, and in the table of ratios.
-fn floor_names(floor: &ConcurrentFloor) -> (&'static str, &'static str) {
-    match (floor.with_files, floor.with_checksums) {
-        (false, _) => ("floor: appends, one fdatasync each", "floor (no store)"),
-        (true, false) => ("floor: appends and files", "floor with files (no store)"),
-        (true, true) => (
-            "floor: appends, checksummed files",
-            "floor with checksummed files (no store)",
-        ),
-    }
 }
 
 fn print_concurrent(
@@ -499,7 +483,7 @@ fn print_concurrent(
     }
     for floor in floors.into_iter().flatten() {
         table.row(vec![
-            (floor_names(floor).0.into(), plain),
+            (floor.kind.names().0.into(), plain),
             (format!("{} x {}", floor.processes, floor.saves_each), plain),
             (format!("{:.0}", floor.saves_per_s), plain),
             ("-".into(), plain),
@@ -535,7 +519,7 @@ fn print_concurrent(
         let floor_rows = floors
             .into_iter()
             .flatten()
-            .map(|f| (floor_names(f).1.to_string(), f.saves_per_s));
+            .map(|f| (f.kind.names().1.to_string(), f.saves_per_s));
         for (name, rate) in rows.chain(floor_rows) {
             let r = peer::ratio(rate, peer_rate);
             ratios.row(vec![

@@ -519,8 +519,8 @@ impl<F: Fs> FileStore<F> {
         }
     }
 
-    /// Encodes `checkpoint` as [`crate::format::encode`] does, splicing in the text of the thoughts and tool
-    /// calls this store wrote before ([`Encoder`]).
+    /// Encodes `checkpoint` as [`crate::format::encode`] does, splicing in the text of the
+    /// thoughts and tool calls this store wrote before ([`Encoder`]).
     pub fn encode(&self, checkpoint: &Checkpoint) -> Result<Vec<u8>> {
         self.encode_unsealed(checkpoint).map(Unsealed::seal)
     }
@@ -540,7 +540,8 @@ impl<F: Fs> FileStore<F> {
         })
     }
 
-    /// [`FileStore::encode`] but for the checksum ([`Encoder::encode_unsealed`]).
+    /// [`FileStore::encode`] but for the checksum ([`Encoder::encode_unsealed`]), of
+    /// `checkpoint` as it is (not redacted; see [`FileStore::redactor`]).
     fn encode_unsealed(&self, checkpoint: &Checkpoint) -> Result<Unsealed> {
         self.encode_with(&checkpoint.id, |encoder, buffer| {
             encoder.encode_unsealed_into(checkpoint, buffer)
