@@ -12,6 +12,7 @@ use caf_core::{
 };
 use caf_sql::{HybridStore, JournaledStore, SqlStore};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Instant;
 
 /// One step of the workload on `state`.
@@ -80,13 +81,7 @@ pub(super) fn open_store(
     Ok(match mode {
         Mode::Files => (Box::new(FileStore::open(dir.join("store"))?), None),
         // As an agent opens it: its saves journaled (`caf_sql::Location::open_journaled`).
-        Mode::FilesSqlite => (
-            Box::new(JournaledStore::open(HybridStore::new(
-                FileStore::open(dir.join("store"))?,
-                sqlite()?,
-            )?)?),
-            None,
-        ),
+        Mode::FilesSqlite => (Box::new(open_journaled(dir)?), None),
         Mode::Sqlite => (Box::new(NullStore), Some(sqlite()?)),
         Mode::Postgres => {
             let url =
@@ -99,11 +94,21 @@ pub(super) fn open_store(
     })
 }
 
+/// The default mode's store in `dir`, as an agent opens it: its saves journaled
+/// (`caf_sql::Location::open_journaled`).
+fn open_journaled(dir: &Path) -> Result<Arc<JournaledStore>, Failure> {
+    let db = SqlStore::open(&format!("sqlite://{}", dir.join("bench.db").display()))
+        .map_err(sql_failure)?;
+    let hybrid = HybridStore::new(FileStore::open(dir.join("store"))?, db)?;
+    Ok(Arc::new(JournaledStore::open(hybrid)?))
+}
+
 /// A directory of its own for one mode's store, under the run's `scratch` directory.
 ///
-/// Kept until the whole run ends (`scratch` is the run's own directory, removed then): on some
-/// file systems (ext4 without a journal) files deleted in the last half minute make every file
-/// creation slower, so one mode's clean-up would slow the next mode down.
+/// Kept until the whole run ends (`scratch` is the run's own directory, removed then): on ext4
+/// without a journal every file created skips the inodes deleted in the last minute (six while
+/// their inode table's block is not yet written back), so one mode's clean-up would slow the next
+/// mode down.
 pub(super) fn mode_dir(scratch: &Path) -> Result<PathBuf, Failure> {
     Ok(tempfile::Builder::new()
         .prefix("mode-")
@@ -130,7 +135,21 @@ pub(super) fn measure(
     let floor_dir = tmp.as_path().join("floor");
     std::fs::create_dir_all(&floor_dir)
         .map_err(|e| Failure::msg(format!("{}: {e}", floor_dir.display())))?;
-    let (files_or_null, db) = open_store(mode, tmp.as_path(), pg)?;
+    // The default mode's store is kept at hand too, to time the rows its writer writes.
+    let (files_or_null, db, journaled) = match mode {
+        Mode::FilesSqlite => {
+            let j = open_journaled(tmp.as_path())?;
+            (
+                Box::new(Arc::clone(&j)) as Box<dyn CheckpointStore>,
+                None,
+                Some(j),
+            )
+        }
+        _ => {
+            let (files_or_null, db) = open_store(mode, tmp.as_path(), pg)?;
+            (files_or_null, db, None)
+        }
+    };
     let files_or_null = match durability {
         Durability::Sync => Saving::Sync(files_or_null),
         Durability::Async => Saving::Async(AsyncStore::new(files_or_null)),
@@ -151,6 +170,7 @@ pub(super) fn measure(
     let mut append = Vec::new();
     let (mut sync_10, mut sync_last) = (Vec::new(), Vec::new());
     let (mut wait_last, mut checksum_last) = (Vec::new(), Vec::new());
+    let (mut rows_10, mut rows_last) = (Vec::new(), Vec::new());
     let mut flushes = Vec::new();
     let mut execs = Vec::new();
     let (mut last_bytes, mut whole) = (0, 0);
@@ -164,6 +184,18 @@ pub(super) fn measure(
                 CheckpointOptions::new(CheckpointReason::StepCompleted),
             )?;
             let id = c.id.clone();
+            // The default mode's rows at save #10 and the last (sync: an async save reaches the
+            // journaled store later): the writer is idle before the save (as it is after an
+            // agent's step), so that save's rows are a transaction of their own, timed once
+            // written (below).
+            let rows_timed = (s == 10 || s == steps as usize).then_some(
+                journaled
+                    .as_ref()
+                    .filter(|_| durability == Durability::Sync),
+            );
+            if let Some(Some(j)) = rows_timed {
+                j.settled_hybrid();
+            }
             let t = Instant::now();
             let bytes = match &db {
                 None => match &files_or_null {
@@ -219,6 +251,15 @@ pub(super) fn measure(
             floor.push(micros(t));
             append.push(append_floor.append(&bytes)?);
             page.push(page_floor.append(&one_page)?);
+            if let Some(Some(j)) = rows_timed {
+                let us = j.settled_hybrid().sql().last_write().as_secs_f64() * 1e6;
+                if s == 10 {
+                    rows_10.push(us);
+                }
+                if s == steps as usize {
+                    rows_last.push(us);
+                }
+            }
         }
     }
     // Async: what is still queued is written before anything is read.
@@ -276,6 +317,7 @@ pub(super) fn measure(
         _ => None,
     };
     drop(files_or_null);
+    drop(journaled);
     drop(db);
     drop(append_floor);
     drop(page_floor);
@@ -308,6 +350,8 @@ pub(super) fn measure(
         sync_at_last_us: opt(&mut sync_last),
         sync_wait_at_last_us: opt(&mut wait_last),
         checksum_at_last_us: opt(&mut checksum_last),
+        rows_after_at_10_us: opt(&mut rows_10),
+        rows_after_at_last_us: opt(&mut rows_last),
         flush_us: opt(&mut flushes),
         whole_bytes: whole,
         append_floor_samples: append,
