@@ -121,6 +121,7 @@ pub struct Figures {
     /// writer thread writes the rows after the save has returned. This is that transaction at
     /// save #10 of each execution (as `sync_at_10_us` times the sqlite mode's: the writers'
     /// turn, statements and commit, no flush), median; the writer is idle when the save is made.
+    /// Sync durability only: an async save reaches the store after the bench has moved on.
     #[serde(skip_serializing_if = "Option::is_none")]
     rows_after_at_10_us: Option<f64>,
     /// The same, at the last save of each execution, median.
