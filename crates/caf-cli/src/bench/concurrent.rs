@@ -144,7 +144,7 @@ pub(super) fn measure(
         }
     }
     let seconds = t0.elapsed().as_secs_f64();
-    let (files_or_null, db) = open_store(mode, tmp.as_path(), pg)?;
+    let (files_or_null, db, _) = open_store(mode, tmp.as_path(), pg)?;
     let store = store_of(files_or_null.as_ref(), db.as_ref());
     let (mut saved, mut found, mut lost, mut cpu_s) = (0, 0, 0, 0.0);
     let mut error_kinds = BTreeMap::new();
@@ -194,7 +194,7 @@ pub(super) fn work(
     dir: &Path,
     pg: Option<&str>,
 ) -> Result<(), Failure> {
-    let (files_or_null, db) = open_store(mode, dir, pg)?;
+    let (files_or_null, db, _) = open_store(mode, dir, pg)?;
     let store = store_of(files_or_null.as_ref(), db.as_ref());
     let maker = CheckpointManager::new(NullStore);
     let mut state = RuntimeState::new(agent_name(worker));

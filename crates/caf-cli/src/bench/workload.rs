@@ -58,7 +58,6 @@ pub(super) fn sql_failure(e: impl std::fmt::Display) -> Failure {
     Failure::msg(format!("bench: {e}"))
 }
 
-/// The store under test, and its database when it has one.
 /// The store a mode saves into and reads back: the database in the SQL modes, else the files.
 pub(super) fn store_of<'a>(
     files_or_null: &'a dyn CheckpointStore,
@@ -70,37 +69,38 @@ pub(super) fn store_of<'a>(
     }
 }
 
-pub(super) fn open_store(
-    mode: Mode,
-    dir: &Path,
-    pg: Option<&str>,
-) -> Result<(Box<dyn CheckpointStore>, Option<SqlStore>), Failure> {
+/// A mode's store in `dir`: the store it saves into (files, or nothing in the SQL modes), its
+/// database when it has one, and, in the default mode, the journaled store itself (the first,
+/// shared), whose writer's rows the single-agent workload times.
+pub(super) type Opened = (
+    Box<dyn CheckpointStore>,
+    Option<SqlStore>,
+    Option<Arc<JournaledStore>>,
+);
+
+pub(super) fn open_store(mode: Mode, dir: &Path, pg: Option<&str>) -> Result<Opened, Failure> {
     let sqlite = || {
         SqlStore::open(&format!("sqlite://{}", dir.join("bench.db").display())).map_err(sql_failure)
     };
     Ok(match mode {
-        Mode::Files => (Box::new(FileStore::open(dir.join("store"))?), None),
+        Mode::Files => (Box::new(FileStore::open(dir.join("store"))?), None, None),
         // As an agent opens it: its saves journaled (`caf_sql::Location::open_journaled`).
-        Mode::FilesSqlite => (Box::new(open_journaled(dir)?), None),
-        Mode::Sqlite => (Box::new(NullStore), Some(sqlite()?)),
+        Mode::FilesSqlite => {
+            let hybrid = HybridStore::new(FileStore::open(dir.join("store"))?, sqlite()?)?;
+            let journaled = Arc::new(JournaledStore::open(hybrid)?);
+            (Box::new(Arc::clone(&journaled)), None, Some(journaled))
+        }
+        Mode::Sqlite => (Box::new(NullStore), Some(sqlite()?), None),
         Mode::Postgres => {
             let url =
                 pg.ok_or_else(|| Failure::Usage("--mode postgres needs --db postgres://…".into()))?;
             (
                 Box::new(NullStore),
                 Some(SqlStore::open(url).map_err(sql_failure)?),
+                None,
             )
         }
     })
-}
-
-/// The default mode's store in `dir`, as an agent opens it: its saves journaled
-/// (`caf_sql::Location::open_journaled`).
-fn open_journaled(dir: &Path) -> Result<Arc<JournaledStore>, Failure> {
-    let db = SqlStore::open(&format!("sqlite://{}", dir.join("bench.db").display()))
-        .map_err(sql_failure)?;
-    let hybrid = HybridStore::new(FileStore::open(dir.join("store"))?, db)?;
-    Ok(Arc::new(JournaledStore::open(hybrid)?))
 }
 
 /// A directory of its own for one mode's store, under the run's `scratch` directory.
@@ -135,21 +135,7 @@ pub(super) fn measure(
     let floor_dir = tmp.as_path().join("floor");
     std::fs::create_dir_all(&floor_dir)
         .map_err(|e| Failure::msg(format!("{}: {e}", floor_dir.display())))?;
-    // The default mode's store is kept at hand too, to time the rows its writer writes.
-    let (files_or_null, db, journaled) = match mode {
-        Mode::FilesSqlite => {
-            let j = open_journaled(tmp.as_path())?;
-            (
-                Box::new(Arc::clone(&j)) as Box<dyn CheckpointStore>,
-                None,
-                Some(j),
-            )
-        }
-        _ => {
-            let (files_or_null, db) = open_store(mode, tmp.as_path(), pg)?;
-            (files_or_null, db, None)
-        }
-    };
+    let (files_or_null, db, journaled) = open_store(mode, tmp.as_path(), pg)?;
     let files_or_null = match durability {
         Durability::Sync => Saving::Sync(files_or_null),
         Durability::Async => Saving::Async(AsyncStore::new(files_or_null)),
@@ -188,12 +174,10 @@ pub(super) fn measure(
             // journaled store later): the writer is idle before the save (as it is after an
             // agent's step), so that save's rows are a transaction of their own, timed once
             // written (below).
-            let rows_timed = (s == 10 || s == steps as usize).then_some(
-                journaled
-                    .as_ref()
-                    .filter(|_| durability == Durability::Sync),
-            );
-            if let Some(Some(j)) = rows_timed {
+            let rows_timed = journaled
+                .as_ref()
+                .filter(|_| durability == Durability::Sync && (s == 10 || s == steps as usize));
+            if let Some(j) = rows_timed {
                 j.settled_hybrid();
             }
             let t = Instant::now();
@@ -251,7 +235,7 @@ pub(super) fn measure(
             floor.push(micros(t));
             append.push(append_floor.append(&bytes)?);
             page.push(page_floor.append(&one_page)?);
-            if let Some(Some(j)) = rows_timed {
+            if let Some(j) = rows_timed {
                 let us = j.settled_hybrid().sql().last_write().as_secs_f64() * 1e6;
                 if s == 10 {
                     rows_10.push(us);
