@@ -1,5 +1,6 @@
 //! Decodes one checkpoint file many times, for profiling restore-latest:
-//! `cargo run --release -p caf-core --features test-support --example restore_profile -- [FILE] [N]`.
+//! `cargo run --release -p caf-core --features test-support --example restore_profile -- [FILE] [N]
+//! [latest]` (`-` for no FILE; `latest` times nothing but `FileStore::latest`, for a profiler).
 //!
 //! Without a FILE it makes the last checkpoint of one execution of the agent-run workload (100
 //! steps, ~169 KB; the same steps as `caf_core::workload`, which needs a feature). It times the
@@ -18,6 +19,11 @@ use caf_core::{
     MemoryStore, RuntimeState,
 };
 use std::time::{Duration, Instant};
+
+/// The CLI's allocator, so that the figures are the CLI's: where the helper thread allocates
+/// what the caller frees, the system allocator and mimalloc differ most.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// The checkpoint after `steps` steps of the agent-run workload.
 fn agent_run(steps: usize) -> caf_core::Checkpoint {
@@ -62,6 +68,18 @@ fn main() {
         None => encode(&agent_run(100)).unwrap(),
     };
     let limits = Limits::default();
+    if args.next().as_deref() == Some("latest") {
+        // Only `FileStore::latest`, for a profiler: `-- - N latest`.
+        let dir = tempfile::tempdir().unwrap();
+        let store = FileStore::open(dir.path()).unwrap();
+        let c = decode(&bytes, &limits).unwrap().checkpoint;
+        store.save(&c).unwrap();
+        let latest = per_call(n, || {
+            std::hint::black_box(store.latest(&c.execution_id).unwrap().unwrap());
+        });
+        println!("FileStore::latest (read, fast path):  {latest}");
+        return;
+    }
     let full = per_call(n, || {
         std::hint::black_box(decode(&bytes, &limits).unwrap());
     });

@@ -8,7 +8,9 @@
 //! or has no core to run on) and does it on its own thread. So a caller waits only for a task that
 //! is already running, never for the helper to be scheduled: on a loaded machine this costs what
 //! doing everything in line costs, and on one with a free core the checksum is had for the price
-//! of the parse. (A scoped thread per load was measured too: starting it costs ~30 µs, and joining
+//! of the parse. A caller that comes for a result the helper is still working on waits for it
+//! yielding its core, for at most [`WAIT_SPIN`], rather than blocked: waking a blocked caller
+//! took ~10 µs, a tenth of a restore (docs/benchmarks.md, 2026-11-25 19:30). (A scoped thread per load was measured too: starting it costs ~30 µs, and joining
 //! it on a busy machine waits for it to be scheduled, which doubled the median time of a
 //! restore.)
 //!
@@ -75,6 +77,16 @@ impl<T> Beside<T> {
         if mine.is_ok() {
             return here();
         }
+        // The helper is running the task: its result comes soon, so wait for it spinning
+        // rather than blocked (waking a blocked thread costs more than the wait).
+        let until = Instant::now() + WAIT_SPIN;
+        loop {
+            match self.result.try_recv() {
+                Ok(result) => return result,
+                Err(TryRecvError::Empty) if Instant::now() < until => std::thread::yield_now(),
+                _ => break,
+            }
+        }
         // The helper sends exactly once for a task it took; if it died instead, do it here.
         self.result.recv().unwrap_or_else(|_| here())
     }
@@ -111,6 +123,10 @@ enum Msg {
 /// How many messages may wait for the helper: more means it cannot keep up, and a caller does
 /// better to do its tasks itself than to queue (a queued task keeps its bytes alive).
 const QUEUE: usize = 2;
+
+/// How long, at most, a caller spins waiting for the result of a task the helper is running
+/// before it blocks.
+const WAIT_SPIN: Duration = Duration::from_micros(200);
 
 /// How long, at most, a nudged helper spins waiting for its tasks (reading a file of a few MB
 /// takes about that long) before it blocks again.
@@ -335,6 +351,23 @@ mod tests {
         work();
         assert!(beside.started());
         assert_eq!(beside.finish(|| "here"), "there");
+    }
+
+    #[test]
+    fn a_caller_waits_for_a_running_task_however_long_it_takes() {
+        for late in [Duration::ZERO, WAIT_SPIN / 4, WAIT_SPIN * 3] {
+            let (Task(work), beside) = task(move || {
+                std::thread::sleep(late);
+                "there"
+            });
+            let helper = std::thread::spawn(work);
+            while !beside.started() {
+                std::thread::yield_now();
+            }
+            // Within the spin, or blocked after it: the helper's result either way.
+            assert_eq!(beside.finish(|| "here"), "there", "{late:?}");
+            helper.join().unwrap();
+        }
     }
 
     #[test]
