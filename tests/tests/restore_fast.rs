@@ -262,6 +262,42 @@ fn the_digest_path_gives_what_decode_gives_and_types_the_thought_chain_beside() 
 }
 
 #[test]
+fn bytes_that_are_not_utf8_are_refused_as_before_wherever_they_are() {
+    // The record holds the damaged file's own digest (a forged entry, or one made of a file
+    // damaged before it was recorded): the digest proves the bytes, so only the UTF-8 checks
+    // stand between them and a checkpoint. The helper validates the thought chain's text and
+    // the caller the rest, so each part is tried: before the chain, in it, after it.
+    let (_, bytes) = big_checkpoint();
+    let text = std::str::from_utf8(&bytes).unwrap();
+    let in_head = text.find("\"agent_id\": \"").unwrap() + 14;
+    let chain = text.find("\n    \"thought_chain\": ").unwrap();
+    let in_chain = chain + text[chain..].find("\"content\": \"").unwrap() + 13;
+    let tools = text.find("\n    \"tool_state\": ").unwrap();
+    let in_tail = tools + text[tools..].find("\"result\": \"").unwrap() + 12;
+    for (what, at) in [
+        ("before the chain", in_head),
+        ("in the chain", in_chain),
+        ("after it", in_tail),
+    ] {
+        for bad in [&[0xff_u8][..], &[0xc3], &[0xed, 0xa0, 0x80]] {
+            let mut damaged = bytes.clone();
+            damaged.splice(at..at, bad.iter().copied());
+            assert!(std::str::from_utf8(&damaged).is_err());
+            let limits = Limits::default();
+            let full = decode(&damaged, &limits);
+            assert!(full.is_err(), "{what}: {bad:?}");
+            let (known, digest) = (recorded(&bytes), file_digest(&damaged));
+            let shared = Arc::new(damaged);
+            assert_eq!(
+                decode_known_file(&shared, &limits, &known, Some(&digest)),
+                full,
+                "{what}: {bad:?}"
+            );
+        }
+    }
+}
+
+#[test]
 fn the_thought_chain_typed_beside_is_the_one_the_parse_found_whatever_the_layout() {
     let (c, bytes) = big_checkpoint();
     let limits = Limits::default();

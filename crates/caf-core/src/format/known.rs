@@ -287,9 +287,10 @@ fn fast(
         return None;
     }
     let proof = Proof::of(bytes, expected, digest)?;
-    // Validating the whole text as UTF-8 once (a few µs) is cheaper than serde_json checking
-    // each string it borrows from a byte slice.
-    let text = std::str::from_utf8(bytes).ok()?;
+    // Validating the text as UTF-8 once (a few µs) is cheaper than serde_json checking each
+    // string it borrows from a byte slice. Where the helper types the thought chain, it
+    // validates the chain's text and this thread the rest, after the hand-over.
+    let text = || std::str::from_utf8(bytes).ok();
     let checkpoint = match shared.filter(|_| bytes.len() >= PARALLEL_HASH_MIN_BYTES) {
         Some(shared) => {
             let proved = {
@@ -305,13 +306,19 @@ fn fast(
                         let (shared, there) = (Arc::clone(shared), cut.clone());
                         let (proved, chain) =
                             beside::both(proved, move || thought_chain_at(&shared, there));
-                        (proved, typed_apart(text, cut, &chain, expected))
+                        (proved, typed_apart(bytes, cut, &chain, expected))
                     }
                     // Not laid out as caf writes: typed here in one piece.
-                    None => (beside::one(proved), typed_whole(text, expected)),
+                    None => {
+                        let text = text()?;
+                        (beside::one(proved), typed_whole(text, expected))
+                    }
                 },
                 // The checksum takes about as long as typing all of it.
-                Proof::Checksum(_) => (beside::one(proved), typed_whole(text, expected)),
+                Proof::Checksum(_) => {
+                    let text = text()?;
+                    (beside::one(proved), typed_whole(text, expected))
+                }
             };
             let checkpoint = checkpoint?;
             proved
@@ -323,7 +330,7 @@ fn fast(
             if !proof.holds(bytes, expected) {
                 return None;
             }
-            typed_whole(text, expected)?
+            typed_whole(text()?, expected)?
         }
     };
     // `check` is `check_depth` at the default limit and then `check_values`; a value that fits
@@ -344,37 +351,42 @@ fn typed_whole(text: &str, expected: &str) -> Option<Checkpoint> {
     Some(stored.into_checkpoint(|snapshot| snapshot))
 }
 
-/// [`typed_whole`], the thought chain (the bytes `cut`) typed by `chain` on the helper thread
-/// while this thread parses the rest: the text with `null` in the chain's place, as copying the
-/// rest (a few µs) costs less than skipping the chain's text in the parse (~20 µs for 59 KB).
-/// If that `null` is not what the parse found as the snapshot's thought chain (a layout caf does
-/// not write, the cut found elsewhere), the text is typed here in one piece.
+/// [`typed_whole`] of `bytes`, the thought chain (the bytes `cut`) typed by `chain` on the
+/// helper thread while this thread parses the rest: the text with `null` in the chain's place,
+/// as copying the rest (a few µs) costs less than skipping the chain's text in the parse (~20 µs
+/// for 59 KB). If that `null` is not what the parse found as the snapshot's thought chain (a
+/// layout caf does not write, the cut found elsewhere), the text is typed here in one piece.
+/// `None` if the bytes are not UTF-8: the cut's ends are ASCII, so the rest is valid where the
+/// whole is, and the chain's text is validated where it is typed.
 ///
 /// Why that is the document: the parse found `null`, a whole JSON value, as the chain's value at
 /// `cut.start`, and the chain's text `text[cut]` types as one whole JSON value; so the original
 /// text, which is the parsed one with that value in the place of `null`, reads the same tokens
 /// before and after it, and that value is the chain.
 fn typed_apart(
-    text: &str,
+    bytes: &[u8],
     cut: Range<usize>,
     chain: &Beside<Option<ChainApart>>,
     expected: &str,
 ) -> Option<Checkpoint> {
     const HOLE: &str = "null";
-    let mut rest = String::with_capacity(text.len() - cut.len() + HOLE.len());
-    rest.push_str(&text[..cut.start]);
+    let head = std::str::from_utf8(&bytes[..cut.start]).ok()?;
+    let tail = std::str::from_utf8(&bytes[cut.end..]).ok()?;
+    let mut rest = String::with_capacity(head.len() + HOLE.len() + tail.len());
+    rest.push_str(head);
     rest.push_str(HOLE);
-    rest.push_str(&text[cut.end..]);
+    rest.push_str(tail);
+    let whole = || typed_whole(std::str::from_utf8(bytes).ok()?, expected);
     let Ok(stored) = serde_json::from_str::<Stored<SnapshotApart<'_>>>(&rest) else {
-        return typed_whole(text, expected);
+        return whole();
     };
     let raw = stored.snapshot.thought_chain.get();
     let at = raw.as_ptr().addr().wrapping_sub(rest.as_ptr().addr());
     if raw != HOLE || at != cut.start {
-        return typed_whole(text, expected);
+        return whole();
     }
     check_stored(&stored, expected)?;
-    let thought_chain = chain.finish(|| thought_chain(&text[cut]))?.shared();
+    let thought_chain = chain.finish(|| thought_chain_at(bytes, cut))?.shared();
     Some(stored.into_checkpoint(|apart| Snapshot {
         context: apart.context,
         progress: apart.progress,
