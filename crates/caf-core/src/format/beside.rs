@@ -10,9 +10,9 @@
 //! doing everything in line costs, and on one with a free core the checksum is had for the price
 //! of the parse. A caller that comes for a result the helper is still working on waits for it
 //! yielding its core, for at most [`WAIT_SPIN`], rather than blocked: waking a blocked caller
-//! took ~10 µs, a tenth of a restore (docs/benchmarks.md, 2026-11-25 19:30). (A scoped thread per load was measured too: starting it costs ~30 µs, and joining
-//! it on a busy machine waits for it to be scheduled, which doubled the median time of a
-//! restore.)
+//! took ~10 µs, a tenth of a restore (docs/benchmarks.md, 2026-11-25 19:06). (A scoped thread
+//! per load was measured too: starting it costs ~30 µs, and joining it on a busy machine waits
+//! for it to be scheduled, which doubled the median time of a restore.)
 //!
 //! Waking a blocked thread took about 50 µs on the 2-vCPU machine of docs/benchmarks.md, a
 //! third of a restore. So a load that will hand over tasks [`nudge`]s the helper before it reads
@@ -77,8 +77,8 @@ impl<T> Beside<T> {
         if mine.is_ok() {
             return here();
         }
-        // The helper is running the task: its result comes soon, so wait for it spinning
-        // rather than blocked (waking a blocked thread costs more than the wait).
+        // The helper is running the task: its result comes soon, so wait for it yielding this
+        // core each turn rather than blocked (waking a blocked thread costs more than the wait).
         let until = Instant::now() + WAIT_SPIN;
         loop {
             match self.result.try_recv() {
@@ -124,8 +124,8 @@ enum Msg {
 /// better to do its tasks itself than to queue (a queued task keeps its bytes alive).
 const QUEUE: usize = 2;
 
-/// How long, at most, a caller spins waiting for the result of a task the helper is running
-/// before it blocks.
+/// How long, at most, a caller waits for the result of a task the helper is running by polling
+/// (and yielding its core) before it blocks.
 const WAIT_SPIN: Duration = Duration::from_micros(200);
 
 /// How long, at most, a nudged helper spins waiting for its tasks (reading a file of a few MB
