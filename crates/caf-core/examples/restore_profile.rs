@@ -15,8 +15,8 @@
 use caf_core::format::{decode, decode_known, decode_known_shared, encode, fast_path, Limits};
 use caf_core::store::stated_integrity;
 use caf_core::{
-    CheckpointManager, CheckpointOptions, CheckpointReason, CheckpointStore, FileStore,
-    MemoryStore, RuntimeState,
+    CheckpointManager, CheckpointOptions, CheckpointReason, CheckpointStore, ExecutionId,
+    FileStore, MemoryStore, RuntimeState,
 };
 use std::time::{Duration, Instant};
 
@@ -59,6 +59,16 @@ fn per_call(n: usize, f: impl FnMut()) -> String {
     timed(20, (n / 20).max(1), Duration::ZERO, f)
 }
 
+/// A file store in a new temporary directory (kept while the first value lives) holding the
+/// checkpoint of `bytes`, and that checkpoint's execution.
+fn stored(bytes: &[u8], limits: &Limits) -> (tempfile::TempDir, FileStore, ExecutionId) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = FileStore::open(dir.path()).unwrap();
+    let c = decode(bytes, limits).unwrap().checkpoint;
+    store.save(&c).unwrap();
+    (dir, store, c.execution_id)
+}
+
 fn main() {
     let mut args = std::env::args().skip(1);
     let file = args.next().filter(|a| a != "-");
@@ -70,12 +80,9 @@ fn main() {
     let limits = Limits::default();
     if args.next().as_deref() == Some("latest") {
         // Only `FileStore::latest`, for a profiler: `-- - N latest`.
-        let dir = tempfile::tempdir().unwrap();
-        let store = FileStore::open(dir.path()).unwrap();
-        let c = decode(&bytes, &limits).unwrap().checkpoint;
-        store.save(&c).unwrap();
+        let (_dir, store, execution) = stored(&bytes, &limits);
         let latest = per_call(n, || {
-            std::hint::black_box(store.latest(&c.execution_id).unwrap().unwrap());
+            std::hint::black_box(store.latest(&execution).unwrap().unwrap());
         });
         println!("FileStore::latest (read, fast path):  {latest}");
         return;
@@ -104,18 +111,15 @@ fn main() {
         println!("decode_known_shared (hash beside):    {beside}");
     }
     if file.is_none() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = FileStore::open(dir.path()).unwrap();
-        let c = decode(&bytes, &limits).unwrap().checkpoint;
-        store.save(&c).unwrap();
+        let (_dir, store, execution) = stored(&bytes, &limits);
         let latest = per_call(n, || {
-            std::hint::black_box(store.latest(&c.execution_id).unwrap().unwrap());
+            std::hint::black_box(store.latest(&execution).unwrap().unwrap());
         });
         println!("FileStore::latest (read, fast path):  {latest}");
         // As a program restores: once, after doing something else (the helper thread that
         // hashes beside the parse is asleep then, and is woken before the file is read).
         let idle = timed(n / 4, 1, Duration::from_micros(200), || {
-            std::hint::black_box(store.latest(&c.execution_id).unwrap().unwrap());
+            std::hint::black_box(store.latest(&execution).unwrap().unwrap());
         });
         println!("the same after 200 µs idle each:      {idle}");
     }
