@@ -252,10 +252,8 @@ pub(super) struct ConcurrentFloor {
     pub(super) processes: u32,
     pub(super) saves_each: u32,
     /// Which floor: the JSON says it as `with_files` and `with_checksums`.
-    #[serde(skip)]
+    #[serde(flatten)]
     pub(super) kind: FloorKind,
-    pub(super) with_files: bool,
-    pub(super) with_checksums: bool,
     pub(super) seconds: f64,
     pub(super) saves_per_s: f64,
     /// The CPU time of the appends and flushes (and files, and checksums) per checkpoint, in
@@ -296,8 +294,6 @@ pub(super) fn measure_floor(
         processes,
         saves_each: saves,
         kind,
-        with_files: kind.files(),
-        with_checksums: kind.checksums(),
         seconds: (seconds * 1000.0).round() / 1000.0,
         saves_per_s: (appended / seconds.max(1e-9) * 10.0).round() / 10.0,
         cpu_us_per_save: (cpu_s * 1e6 / appended.max(1.0)).round(),

@@ -131,6 +131,18 @@ impl FloorKind {
     }
 }
 
+/// A floor's kind in JSON: the flags `with_files` and `with_checksums`, beside the floor's
+/// figures ([`super::concurrent::ConcurrentFloor`] flattens it).
+impl serde::Serialize for FloorKind {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut flags = s.serialize_struct("FloorKind", 2)?;
+        flags.serialize_field("with_files", &self.files())?;
+        flags.serialize_field("with_checksums", &self.checksums())?;
+        flags.end()
+    }
+}
+
 /// The physical floor of `writers` agents saving at once: each appends every one of
 /// `checkpoints` (the bytes of one execution's saves, in order) to a preallocated file of its own,
 /// with one `fdatasync` per append, all starting together. With files ([`FloorKind`]), each
