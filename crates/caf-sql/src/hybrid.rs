@@ -9,7 +9,7 @@ use crate::recover::{recover, Recovery};
 use crate::stager::{FileBytes, Stager};
 use crate::unflushed::{self, Writer};
 use crate::SqlStore;
-use caf_core::format::Checkpoint;
+use caf_core::format::{Checkpoint, Unsealed};
 use caf_core::store::{AtomicWriteOptions, Fs, RealFs, StagedFile};
 use caf_core::{
     CheckpointId, CheckpointStore, CheckpointSummary, DamagedCheckpoint, Error, ExecutionId,
@@ -377,6 +377,25 @@ impl<F: Fs> HybridStore<F> {
     }
 }
 
+/// The file of a save in a journal writer's batch ([`HybridStore::save_batch`]).
+pub(crate) enum BatchFile {
+    /// Its text, for the batch to seal and write.
+    Text(Unsealed),
+    /// Already in place ([`HybridStore::place_file`]).
+    Placed(PlacedFile),
+}
+
+/// A journaled save's file, in place (not flushed): what its rows need of it.
+pub(crate) struct PlacedFile {
+    /// Its length.
+    bytes: u64,
+    /// Its checksum, as its integrity line states it.
+    integrity: String,
+    /// What failed once it was in place (flushing its directory): the checkpoint is saved,
+    /// the error is reported once its rows are in.
+    error: Option<Error>,
+}
+
 impl<F: Fs> HybridStore<F> {
     /// Saves a journal's writer's queued saves (redacted and encoded, in order) together, with
     /// the journal's `mark`: each file is sealed, written and put in place (not flushed), then
@@ -393,7 +412,7 @@ impl<F: Fs> HybridStore<F> {
     /// no commit here has an unknown outcome.
     pub(crate) fn save_batch(
         &self,
-        batch: Vec<(Checkpoint, caf_core::format::Unsealed)>,
+        batch: Vec<(Checkpoint, BatchFile)>,
         mark: &JournalMark<'_>,
     ) -> Result<()> {
         let mut encoded = Vec::with_capacity(batch.len());
@@ -402,28 +421,16 @@ impl<F: Fs> HybridStore<F> {
         // saved, the error is still reported once the rows are in.
         let mut late = None;
         let mut placed = Vec::with_capacity(batch.len());
-        for (checkpoint, unsealed) in batch {
-            let bytes = unsealed.seal();
-            let len = bytes.len() as u64;
-            let summary = CheckpointSummary::of(&checkpoint, len);
-            let published = self
-                .files
-                .stage_summarized(summary, &bytes)
-                .and_then(|file| {
-                    let integrity = file.integrity().map(str::to_string).ok_or_else(|| {
-                        Error::io(
-                            self.files.path_of(&checkpoint.id),
-                            std::io::Error::other("the staged file states no checksum"),
-                        )
-                    })?;
-                    match self.files.try_publish(file) {
-                        Err(u) if !u.in_place => Err(u.error),
-                        Err(u) => Ok((integrity, Some(u.error))),
-                        Ok(_) => Ok((integrity, None)),
-                    }
-                });
-            self.files.give_back(bytes);
-            let (integrity, error) = match published {
+        for (checkpoint, file) in batch {
+            let done = match file {
+                BatchFile::Text(unsealed) => self.place_file(&checkpoint, unsealed),
+                BatchFile::Placed(done) => Ok(done),
+            };
+            let PlacedFile {
+                bytes,
+                integrity,
+                error,
+            } = match done {
                 Ok(done) => done,
                 Err(e) => return Err(self.take_out(&placed, e)),
             };
@@ -431,7 +438,7 @@ impl<F: Fs> HybridStore<F> {
             if let Some(e) = error {
                 late.get_or_insert(e);
             }
-            encoded.push(Encoded::with_integrity(len, integrity));
+            encoded.push(Encoded::with_integrity(bytes, integrity));
             checkpoints.push(checkpoint);
         }
         let ids: Vec<&str> = checkpoints.iter().map(|c| c.id.as_str()).collect();
@@ -465,13 +472,54 @@ impl<F: Fs> HybridStore<F> {
         late.map_or(Ok(()), Err)
     }
 
+    /// Seals a journaled save's text, writes its file and puts it in place, not flushed (the
+    /// first half of [`HybridStore::save_batch`], which writes the rows): what the rows need
+    /// of the file. The text's memory goes back to the files' store for a later encoding.
+    pub(crate) fn place_file(
+        &self,
+        checkpoint: &Checkpoint,
+        unsealed: Unsealed,
+    ) -> Result<PlacedFile> {
+        let bytes = unsealed.seal();
+        let len = bytes.len() as u64;
+        let summary = CheckpointSummary::of(checkpoint, len);
+        let published = self
+            .files
+            .stage_summarized(summary, &bytes)
+            .and_then(|file| {
+                let integrity = file.integrity().map(str::to_string).ok_or_else(|| {
+                    Error::io(
+                        self.files.path_of(&checkpoint.id),
+                        std::io::Error::other("the staged file states no checksum"),
+                    )
+                })?;
+                match self.files.try_publish(file) {
+                    Err(u) if !u.in_place => Err(u.error),
+                    Err(u) => Ok((integrity, Some(u.error))),
+                    Ok(_) => Ok((integrity, None)),
+                }
+            });
+        self.files.give_back(bytes);
+        published.map(|(integrity, error)| PlacedFile {
+            bytes: len,
+            integrity,
+            error,
+        })
+    }
+
+    /// Takes the file of a save [`HybridStore::place_file`] put in place out again (best
+    /// effort), when its rows will not go in with it.
+    pub(crate) fn take_out_file(&self, id: &CheckpointId) {
+        let _ = self.files.delete(id);
+    }
+
     /// Takes out the files of a batch that failed before its rows went in (best effort), so
     /// that none is left in place without its rows until the journal's next pass writes it
     /// again (meanwhile another process could delete it, and that pass would bring it back).
     /// Returns `error`.
     fn take_out(&self, placed: &[CheckpointId], error: Error) -> Error {
         for id in placed {
-            let _ = self.files.delete(id);
+            self.take_out_file(id);
         }
         error
     }

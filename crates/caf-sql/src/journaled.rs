@@ -3,11 +3,11 @@
 mod helper;
 
 use crate::hash_pace::HashPace;
+use crate::hybrid::{BatchFile, HybridStore};
 use crate::journal::{Held, Kind, Record, Slot, Taken, DEFAULT_SLOT_BYTES, MIN_SLOT_BYTES};
 use crate::journal_marks::JournalMark;
 use crate::journal_revision::{self as revision, Bases};
 use crate::stager::FileBytes;
-use crate::HybridStore;
 use caf_core::format::{Checked, Checkpoint, Limits, Unsealed};
 use caf_core::prune::Tombstone;
 use caf_core::store::{Fs, RealFs};
@@ -21,9 +21,13 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::Instant;
 
-/// A redacted checkpoint and its bytes, journaled, for the writer thread, with the generation
-/// and number of its record.
-type Job = (Checkpoint, Unsealed, u64, u64);
+/// A redacted checkpoint and its file (its bytes, or in place already), journaled, for the
+/// writer thread, with the generation and number of its record.
+type Job = (Checkpoint, BatchFile, u64, u64);
+
+/// A save whose writer has at least this many saves queued puts its own file in place after
+/// its flush (see [`JournaledStore::queue`]).
+const PLACE_BEHIND: usize = 2;
 
 struct Queue {
     jobs: VecDeque<Job>,
@@ -496,20 +500,38 @@ const BATCH_BYTES: usize = 8 << 20;
 
 /// Queued saves the writer writes together: records of one slot generation, in order.
 struct Batch {
-    saves: Vec<(Checkpoint, Unsealed)>,
+    saves: Vec<(Checkpoint, BatchFile)>,
     generation: u64,
     /// The number of its last record.
     last: u64,
 }
 
+/// The bytes a queued save's file holds in memory (none once in place).
+fn held(file: &BatchFile) -> usize {
+    match file {
+        BatchFile::Text(text) => text.len(),
+        BatchFile::Placed(_) => 0,
+    }
+}
+
 impl Queue {
+    /// Drops the queued saves (the journal holds them: the next call writes them again), and
+    /// returns the checkpoints whose files their saves put in place, to be taken out again.
+    fn drop_jobs(&mut self) -> Vec<CheckpointId> {
+        self.jobs
+            .drain(..)
+            .filter(|(_, file, _, _)| matches!(file, BatchFile::Placed(_)))
+            .map(|(c, _, _, _)| c.id)
+            .collect()
+    }
+
     /// Takes the next batch off the queue: the first job and those that follow it in the same
     /// slot generation, numbered one after another, at most [`BATCH_SAVES`] and about
     /// [`BATCH_BYTES`].
     fn take_batch(&mut self) -> Option<Batch> {
-        let (checkpoint, unsealed, generation, mut number) = self.jobs.pop_front()?;
-        let mut bytes = unsealed.len();
-        let mut batch = vec![(checkpoint, unsealed)];
+        let (checkpoint, file, generation, mut number) = self.jobs.pop_front()?;
+        let mut bytes = held(&file);
+        let mut batch = vec![(checkpoint, file)];
         while batch.len() < BATCH_SAVES
             && bytes < BATCH_BYTES
             && self
@@ -517,12 +539,12 @@ impl Queue {
                 .front()
                 .is_some_and(|&(_, _, g, n)| g == generation && n == number + 1)
         {
-            let Some((checkpoint, unsealed, _, n)) = self.jobs.pop_front() else {
+            let Some((checkpoint, file, _, n)) = self.jobs.pop_front() else {
                 break;
             };
-            bytes += unsealed.len();
+            bytes += held(&file);
             number = n;
-            batch.push((checkpoint, unsealed));
+            batch.push((checkpoint, file));
         }
         Some(Batch {
             saves: batch,
@@ -550,8 +572,18 @@ fn write_queue<F: Fs>(shared: &Shared<F>) {
                     // to write them, in order. A caller may be waiting for the queue to empty
                     // ([`idle`]): it now is.
                     if !q.jobs.is_empty() {
-                        q.jobs.clear();
+                        // Busy until their files are out: a caller that saw the queue empty
+                        // would write them again from the journal meanwhile.
+                        let placed = q.drop_jobs();
+                        q.busy = true;
+                        drop(q);
+                        for id in &placed {
+                            shared.hybrid.take_out_file(id);
+                        }
+                        q = lock(&shared.queue);
+                        q.busy = false;
                         shared.done.notify_all();
+                        continue;
                     }
                 } else if let Some(batch) = q.take_batch() {
                     q.busy = true;
@@ -584,12 +616,23 @@ fn write_queue<F: Fs>(shared: &Shared<F>) {
             })
         });
         let mut q = lock(&shared.queue);
-        q.busy = false;
+        let mut placed = Vec::new();
         if let Err(e) = written {
             // The journal holds these saves and those queued after them: they are written
             // again, in order, by the next call.
-            q.jobs.clear();
+            placed = q.drop_jobs();
             q.failed.get_or_insert(e);
+        }
+        if placed.is_empty() {
+            q.busy = false;
+        } else {
+            // Still busy: see above.
+            drop(q);
+            for id in &placed {
+                hybrid.take_out_file(id);
+            }
+            q = lock(&shared.queue);
+            q.busy = false;
         }
         drop(q);
         shared.done.notify_all();
@@ -650,16 +693,40 @@ fn after_flush(pace: &HashPace, writer_behind: bool, checked: Checked, mut text:
 impl<F: Fs> JournaledStore<F> {
     /// Queues record `number`, journaled, for the writer; keeps its checkpoint as its
     /// execution's next base: the save's summary.
+    ///
+    /// When the writer has [`PLACE_BEHIND`] saves or more queued and `may_place`, the save puts
+    /// its file in place itself first (not flushed, as the writer would): the writer then has
+    /// only its rows to write. A writer that is behind (waiting for the database, which other
+    /// processes are writing) would otherwise hold every queued save's text, and the saves
+    /// meanwhile would encode into new memory, not into buffers given back (under eight
+    /// writers, a third of the CPU of encoding went to page faults: docs/benchmarks.md). A
+    /// file that cannot be written is left to the journal, as one the writer could not write
+    /// is: the next call writes it again, or reports why not.
     fn queue(
         &self,
         slot: &Slot<F>,
         bases: &mut Bases,
         number: u64,
         done: Done,
+        may_place: bool,
     ) -> CheckpointSummary {
-        let summary = CheckpointSummary::of(&done.owned, done.text.len() as u64);
-        bases.keep(slot.epoch(), number, done.base, done.text.len());
-        let job = (done.owned, done.text, slot.generation(), number);
+        let len = done.text.len();
+        let summary = CheckpointSummary::of(&done.owned, len as u64);
+        bases.keep(slot.epoch(), number, done.base, len);
+        let behind = may_place && lock(&self.shared.queue).jobs.len() >= PLACE_BEHIND;
+        let file = if behind {
+            match self.shared.hybrid.place_file(&done.owned, done.text) {
+                Ok(placed) => BatchFile::Placed(placed),
+                Err(e) => {
+                    lock(&self.shared.queue).failed.get_or_insert(e);
+                    self.shared.work.notify_one();
+                    return summary;
+                }
+            }
+        } else {
+            BatchFile::Text(done.text)
+        };
+        let job = (done.owned, file, slot.generation(), number);
         lock(&self.shared.queue).jobs.push_back(job);
         self.shared.work.notify_one();
         summary
@@ -722,7 +789,7 @@ impl<F: Fs> CheckpointStore for JournaledStore<F> {
                     .wait()
                     .unwrap_or_else(|| Err(encode_error(stopped_short())));
                 return match done {
-                    Ok(done) => Ok(self.queue(&slot, &mut bases, number, done)),
+                    Ok(done) => Ok(self.queue(&slot, &mut bases, number, done, true)),
                     Err(e) => {
                         // Not saved: not journaled either.
                         slot.withdraw_last(number)
@@ -755,7 +822,7 @@ impl<F: Fs> CheckpointStore for JournaledStore<F> {
             Some(number) => {
                 // After the flush here: hashing now would only add to the save's time.
                 let done = after_flush(&self.shared.pace, false, checked, text);
-                Ok(self.queue(&slot, &mut bases, number, done))
+                Ok(self.queue(&slot, &mut bases, number, done, false))
             }
             // Larger than the journal: saved as the hybrid store saves (the writer is idle).
             None => hybrid.save_redacted(checked.get(), FileBytes::Unsealed(text)),
@@ -851,7 +918,8 @@ mod tests {
                 message: "a failure for the test".into(),
                 source: None,
             });
-            q.jobs.push_back((checkpoint, unsealed, 0, 0));
+            q.jobs
+                .push_back((checkpoint, BatchFile::Text(unsealed), 0, 0));
         }
         let shared = Arc::clone(&store.shared);
         let (woken, waiting) = std::sync::mpsc::channel();
@@ -905,5 +973,128 @@ mod tests {
             assert_eq!(&decoded.checkpoint, c);
             assert_eq!(&sql.load_checkpoint(&c.id).unwrap(), c);
         }
+    }
+
+    /// Saves of one execution, `steps` of the agent-run workload.
+    fn agent_run(steps: usize) -> Vec<Checkpoint> {
+        let manager = CheckpointManager::new(MemoryStore::new());
+        let mut state = RuntimeState::new("agent");
+        (1..=steps)
+            .map(|s| {
+                caf_core::workload::agent_run_step(&mut state, s).unwrap();
+                let options = CheckpointOptions::new(CheckpointReason::StepCompleted);
+                manager.checkpoint(&mut state, options).unwrap()
+            })
+            .collect()
+    }
+
+    /// Holds the database's writer lock (`DB-writer.lock`, see `group_commit.rs`) as another
+    /// process writing would: the store's writer waits for it before each transaction.
+    fn hold_writer_lock(dir: &std::path::Path) -> std::fs::File {
+        let lock = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(dir.join("caf.db-writer.lock"))
+            .unwrap();
+        lock.lock().unwrap();
+        lock
+    }
+
+    /// Waits until the writer has taken a batch and is waiting for its turn (the batch's files
+    /// are in place by then).
+    fn writer_waiting<F: Fs>(store: &JournaledStore<F>) {
+        for _ in 0..1000 {
+            if lock(&store.shared.queue).busy {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        panic!("the writer took no batch");
+    }
+
+    /// The database and the files hold exactly `saved`, and nothing is damaged.
+    fn all_saved(store: &JournaledStore, dir: &std::path::Path, url: &str, saved: &[Checkpoint]) {
+        assert!(store.damaged().unwrap().is_empty());
+        let files = FileStore::open(dir.join("files")).unwrap();
+        let sql = SqlStore::open(url).unwrap();
+        for c in saved {
+            let bytes = std::fs::read(files.path_of(&c.id)).unwrap();
+            assert_eq!(bytes, caf_core::format::encode(c).unwrap(), "{}", c.id);
+            assert_eq!(&sql.load_checkpoint(&c.id).unwrap(), c);
+        }
+        assert_eq!(sql.list(&ListFilter::default()).unwrap().len(), saved.len());
+    }
+
+    /// While the writer waits for the database (held by another writer), the saves queued
+    /// behind it put their own files in place: their texts are not held meanwhile. Once the
+    /// writer gets its turn it writes their rows, and the store holds every save.
+    #[test]
+    fn saves_behind_a_waiting_writer_put_their_files_in_place_and_the_writer_adds_the_rows() {
+        let dir = tempfile::tempdir().unwrap();
+        let (store, url) = journaled_in(dir.path());
+        let saved = agent_run(8);
+        let held = hold_writer_lock(dir.path());
+        store.save(&saved[0]).unwrap();
+        writer_waiting(&store);
+        for c in &saved[1..] {
+            store.save(c).unwrap();
+        }
+        let files = FileStore::open(dir.path().join("files")).unwrap();
+        {
+            let q = lock(&store.shared.queue);
+            assert!(q.busy, "the writer is waiting for its turn");
+            let placed: Vec<bool> = q
+                .jobs
+                .iter()
+                .map(|(_, file, _, _)| matches!(file, BatchFile::Placed(_)))
+                .collect();
+            // Those queued behind PLACE_BEHIND others or more placed their files.
+            let expected: Vec<bool> = (0..placed.len()).map(|i| i >= PLACE_BEHIND).collect();
+            assert_eq!(placed, expected);
+        }
+        let last = saved.last().unwrap();
+        assert_eq!(
+            std::fs::read(files.path_of(&last.id)).unwrap(),
+            caf_core::format::encode(last).unwrap(),
+            "the last save's file is in place before its rows"
+        );
+        drop(held);
+        store.flush().unwrap();
+        all_saved(&store, dir.path(), &url, &saved);
+    }
+
+    /// A save behind a waiting writer whose file cannot be put in place leaves it to the
+    /// journal, as a file the writer could not write: the next call writes the journal's saves
+    /// again, reports why it cannot, and, once it can, every save is in the store.
+    #[test]
+    fn a_file_a_save_behind_cannot_place_is_written_again_from_the_journal() {
+        let dir = tempfile::tempdir().unwrap();
+        let (store, url) = journaled_in(dir.path());
+        let saved = agent_run(8);
+        let files = FileStore::open(dir.path().join("files")).unwrap();
+        // A directory where the sixth save's file goes: no file can be renamed over it.
+        let blocked = files.path_of(&saved[5].id);
+        std::fs::create_dir_all(&blocked).unwrap();
+        let held = hold_writer_lock(dir.path());
+        store.save(&saved[0]).unwrap();
+        writer_waiting(&store);
+        for c in &saved[1..6] {
+            store.save(c).unwrap();
+        }
+        assert!(
+            lock(&store.shared.queue).failed.is_some(),
+            "the sixth save's file could not be placed"
+        );
+        drop(held);
+        let error = store.flush().unwrap_err().to_string();
+        assert!(error.contains(&saved[5].id.to_string()), "{error}");
+        std::fs::remove_dir(&blocked).unwrap();
+        for c in &saved[6..] {
+            store.save(c).unwrap();
+        }
+        store.flush().unwrap();
+        all_saved(&store, dir.path(), &url, &saved);
     }
 }
