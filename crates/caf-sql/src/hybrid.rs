@@ -381,7 +381,10 @@ impl<F: Fs> HybridStore<F> {
 pub(crate) enum BatchFile {
     /// Its text, for the batch to seal and write.
     Text(Unsealed),
-    /// Already in place ([`HybridStore::place_file`]).
+    /// Its sealed bytes, for the batch to write (a save could not put them in place itself:
+    /// [`HybridStore::try_place`]).
+    Sealed(Vec<u8>),
+    /// Already in place ([`HybridStore::try_place`]).
     Placed(PlacedFile),
 }
 
@@ -421,18 +424,23 @@ impl<F: Fs> HybridStore<F> {
         // saved, the error is still reported once the rows are in.
         let mut late = None;
         let mut placed = Vec::with_capacity(batch.len());
-        for (checkpoint, file) in batch {
-            let done = match file {
-                BatchFile::Text(unsealed) => self.place_file(&checkpoint, unsealed),
-                BatchFile::Placed(done) => Ok(done),
-            };
+        let mut batch = batch.into_iter();
+        while let Some((checkpoint, file)) = batch.next() {
             let PlacedFile {
                 bytes,
                 integrity,
                 error,
-            } = match done {
+            } = match self.place_file(&checkpoint, file) {
                 Ok(done) => done,
-                Err(e) => return Err(self.take_out(&placed, e)),
+                Err(e) => {
+                    // The files its saves put in place after it go too.
+                    placed.extend(
+                        batch
+                            .filter(|(_, file)| matches!(file, BatchFile::Placed(_)))
+                            .map(|(c, _)| c.id),
+                    );
+                    return Err(self.take_out(&placed, e));
+                }
             };
             placed.push(checkpoint.id.clone());
             if let Some(e) = error {
@@ -472,42 +480,59 @@ impl<F: Fs> HybridStore<F> {
         late.map_or(Ok(()), Err)
     }
 
-    /// Seals a journaled save's text, writes its file and puts it in place, not flushed (the
-    /// first half of [`HybridStore::save_batch`], which writes the rows): what the rows need
-    /// of the file. The text's memory goes back to the files' store for a later encoding.
-    pub(crate) fn place_file(
-        &self,
-        checkpoint: &Checkpoint,
-        unsealed: Unsealed,
-    ) -> Result<PlacedFile> {
+    /// Puts a batch's file in place, not flushed (the first half of
+    /// [`HybridStore::save_batch`], which writes the rows): what the rows need of it. The
+    /// text's memory goes back to the files' store for a later encoding.
+    fn place_file(&self, checkpoint: &Checkpoint, file: BatchFile) -> Result<PlacedFile> {
+        let bytes = match file {
+            BatchFile::Text(unsealed) => unsealed.seal(),
+            BatchFile::Sealed(bytes) => bytes,
+            BatchFile::Placed(placed) => return Ok(placed),
+        };
+        let placed = self.place_sealed(checkpoint, &bytes);
+        self.files.give_back(bytes);
+        placed
+    }
+
+    /// Seals a journaled save's text and puts its file in place, not flushed, as
+    /// [`HybridStore::save_batch`] would, for a save to do before it queues its rows: the file
+    /// in place, or, should that fail, its sealed bytes, for the batch to try again (and report
+    /// why it cannot, as it reports any file it cannot write).
+    pub(crate) fn try_place(&self, checkpoint: &Checkpoint, unsealed: Unsealed) -> BatchFile {
         let bytes = unsealed.seal();
+        match self.place_sealed(checkpoint, &bytes) {
+            Ok(placed) => {
+                self.files.give_back(bytes);
+                BatchFile::Placed(placed)
+            }
+            Err(_) => BatchFile::Sealed(bytes),
+        }
+    }
+
+    /// Writes the file `bytes` of `checkpoint` and puts it in place, not flushed.
+    fn place_sealed(&self, checkpoint: &Checkpoint, bytes: &[u8]) -> Result<PlacedFile> {
         let len = bytes.len() as u64;
         let summary = CheckpointSummary::of(checkpoint, len);
-        let published = self
-            .files
-            .stage_summarized(summary, &bytes)
-            .and_then(|file| {
-                let integrity = file.integrity().map(str::to_string).ok_or_else(|| {
-                    Error::io(
-                        self.files.path_of(&checkpoint.id),
-                        std::io::Error::other("the staged file states no checksum"),
-                    )
-                })?;
-                match self.files.try_publish(file) {
-                    Err(u) if !u.in_place => Err(u.error),
-                    Err(u) => Ok((integrity, Some(u.error))),
-                    Ok(_) => Ok((integrity, None)),
-                }
-            });
-        self.files.give_back(bytes);
-        published.map(|(integrity, error)| PlacedFile {
+        let file = self.files.stage_summarized(summary, bytes)?;
+        let integrity = file.integrity().map(str::to_string).ok_or_else(|| {
+            Error::io(
+                self.files.path_of(&checkpoint.id),
+                std::io::Error::other("the staged file states no checksum"),
+            )
+        })?;
+        let error = match self.files.try_publish(file) {
+            Err(u) if !u.in_place => return Err(u.error),
+            Err(u) => Some(u.error),
+            Ok(_) => None,
+        };
+        Ok(PlacedFile {
             bytes: len,
             integrity,
             error,
         })
     }
 
-    /// Takes the file of a save [`HybridStore::place_file`] put in place out again (best
+    /// Takes the file of a save [`HybridStore::try_place`] put in place out again (best
     /// effort), when its rows will not go in with it.
     pub(crate) fn take_out_file(&self, id: &CheckpointId) {
         let _ = self.files.delete(id);
