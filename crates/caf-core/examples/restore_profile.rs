@@ -69,6 +69,21 @@ fn stored(bytes: &[u8], limits: &Limits) -> (tempfile::TempDir, FileStore, Execu
     (dir, store, c.execution_id)
 }
 
+/// Times `FileStore::latest` of the checkpoint of `bytes`, `n` calls, and prints it; the store
+/// ([`stored`]) for more.
+fn latest_timed(
+    bytes: &[u8],
+    limits: &Limits,
+    n: usize,
+) -> (tempfile::TempDir, FileStore, ExecutionId) {
+    let (dir, store, execution) = stored(bytes, limits);
+    let latest = per_call(n, || {
+        std::hint::black_box(store.latest(&execution).unwrap().unwrap());
+    });
+    println!("FileStore::latest (read, fast path):  {latest}");
+    (dir, store, execution)
+}
+
 fn main() {
     let mut args = std::env::args().skip(1);
     let file = args.next().filter(|a| a != "-");
@@ -80,11 +95,7 @@ fn main() {
     let limits = Limits::default();
     if args.next().as_deref() == Some("latest") {
         // Only `FileStore::latest`, for a profiler: `-- - N latest`.
-        let (_dir, store, execution) = stored(&bytes, &limits);
-        let latest = per_call(n, || {
-            std::hint::black_box(store.latest(&execution).unwrap().unwrap());
-        });
-        println!("FileStore::latest (read, fast path):  {latest}");
+        latest_timed(&bytes, &limits, n);
         return;
     }
     let full = per_call(n, || {
@@ -111,11 +122,7 @@ fn main() {
         println!("decode_known_shared (hash beside):    {beside}");
     }
     if file.is_none() {
-        let (_dir, store, execution) = stored(&bytes, &limits);
-        let latest = per_call(n, || {
-            std::hint::black_box(store.latest(&execution).unwrap().unwrap());
-        });
-        println!("FileStore::latest (read, fast path):  {latest}");
+        let (_dir, store, execution) = latest_timed(&bytes, &limits, n);
         // As a program restores: once, after doing something else (the helper thread that
         // hashes beside the parse is asleep then, and is woken before the file is read).
         let idle = timed(n / 4, 1, Duration::from_micros(200), || {

@@ -66,7 +66,8 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 /// journal** (`DIR/.caf/journal/`), the save in one record: its encoded bytes, or, mostly, a
 /// revision of its execution's save before (what changed; the text is encoded by a helper
 /// thread while the record is flushed, see `journal_revision.rs`). A writer thread
-/// then writes the checkpoint's file and rows, without flushing them; the saves queued while
+/// then writes the checkpoint's file and rows, without flushing them (a save behind a busy
+/// writer writes its own file, see `JournaledStore::queue`); the saves queued while
 /// it writes go together next time, their rows in one transaction.
 ///
 /// - **Durable when `save` returns.** After a crash or a power loss, opening the store again
@@ -515,17 +516,33 @@ fn held(file: &BatchFile) -> usize {
     }
 }
 
-impl Queue {
-    /// Drops the queued saves (the journal holds them: the next call writes them again), and
-    /// returns the checkpoints whose files their saves put in place, to be taken out again.
-    fn drop_jobs(&mut self) -> Vec<CheckpointId> {
-        self.jobs
-            .drain(..)
-            .filter(|(_, file, _, _)| matches!(file, BatchFile::Placed(_)))
-            .map(|(c, _, _, _)| c.id)
-            .collect()
+/// Drops the queued saves (the journal holds them: the next call writes them again) and takes
+/// out the files their saves put in place. The writer is busy meanwhile, so that nobody who
+/// waits for it to be idle writes those saves again from the journal while their files are
+/// taken out. The queue, locked again, and not busy.
+fn drop_queued<'a, F: Fs>(
+    shared: &'a Shared<F>,
+    mut q: MutexGuard<'a, Queue>,
+) -> MutexGuard<'a, Queue> {
+    let placed: Vec<CheckpointId> = q
+        .jobs
+        .drain(..)
+        .filter(|(_, file, _, _)| matches!(file, BatchFile::Placed(_)))
+        .map(|(c, _, _, _)| c.id)
+        .collect();
+    if !placed.is_empty() {
+        q.busy = true;
+        drop(q);
+        for id in &placed {
+            shared.hybrid.take_out_file(id);
+        }
+        q = lock(&shared.queue);
     }
+    q.busy = false;
+    q
+}
 
+impl Queue {
     /// Takes the next batch off the queue: the first job and those that follow it in the same
     /// slot generation, numbered one after another, at most [`BATCH_SAVES`] and about
     /// [`BATCH_BYTES`].
@@ -573,16 +590,7 @@ fn write_queue<F: Fs>(shared: &Shared<F>) {
                     // to write them, in order. A caller may be waiting for the queue to empty
                     // ([`idle`]): it now is.
                     if !q.jobs.is_empty() {
-                        // Busy until their files are out: a caller that saw the queue empty
-                        // would write them again from the journal meanwhile.
-                        let placed = q.drop_jobs();
-                        q.busy = true;
-                        drop(q);
-                        for id in &placed {
-                            shared.hybrid.take_out_file(id);
-                        }
-                        q = lock(&shared.queue);
-                        q.busy = false;
+                        q = drop_queued(shared, q);
                         shared.done.notify_all();
                         continue;
                     }
@@ -617,24 +625,13 @@ fn write_queue<F: Fs>(shared: &Shared<F>) {
             })
         });
         let mut q = lock(&shared.queue);
-        let mut placed = Vec::new();
         if let Err(e) = written {
             // The journal holds these saves and those queued after them: they are written
             // again, in order, by the next call.
-            placed = q.drop_jobs();
             q.failed.get_or_insert(e);
+            q = drop_queued(shared, q);
         }
-        if placed.is_empty() {
-            q.busy = false;
-        } else {
-            // Still busy: see above.
-            drop(q);
-            for id in &placed {
-                hybrid.take_out_file(id);
-            }
-            q = lock(&shared.queue);
-            q.busy = false;
-        }
+        q.busy = false;
         drop(q);
         shared.done.notify_all();
     }
