@@ -22,7 +22,7 @@
 //! the record's own CRC-32 covers the rest. A revision rebuilds the very checkpoint that was
 //! saved, so its file, encoded again, is byte for byte the one the store would have written.
 
-use caf_core::format::Checkpoint;
+use caf_core::format::{Checked, Checkpoint};
 use caf_core::{CheckpointId, ExecutionId};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -206,7 +206,7 @@ struct Base {
     /// The slot's epoch when it was journaled ([`crate::journal::Slot::epoch`]).
     epoch: u64,
     number: u64,
-    checkpoint: Checkpoint,
+    checkpoint: Checked,
     /// The length of its text.
     bytes: usize,
 }
@@ -219,24 +219,21 @@ pub(crate) struct Bases(VecDeque<Base>);
 impl Bases {
     /// The record number and checkpoint journaled last for `execution` in the slot's `epoch`,
     /// taken out (kept again once the next record is appended).
-    pub(crate) fn take(
-        &mut self,
-        execution: &ExecutionId,
-        epoch: u64,
-    ) -> Option<(u64, Checkpoint)> {
+    pub(crate) fn take(&mut self, execution: &ExecutionId, epoch: u64) -> Option<(u64, Checked)> {
         self.0.retain(|b| b.epoch == epoch);
         let at = self
             .0
             .iter()
-            .position(|b| &b.checkpoint.execution_id == execution)?;
+            .position(|b| &b.checkpoint.get().execution_id == execution)?;
         self.0.remove(at).map(|b| (b.number, b.checkpoint))
     }
 
     /// Keeps `checkpoint`, whose text is `bytes` long, which record `number` of the slot's
     /// `epoch` holds.
-    pub(crate) fn keep(&mut self, epoch: u64, number: u64, checkpoint: Checkpoint, bytes: usize) {
-        let execution = &checkpoint.execution_id;
-        self.0.retain(|b| &b.checkpoint.execution_id != execution);
+    pub(crate) fn keep(&mut self, epoch: u64, number: u64, checkpoint: Checked, bytes: usize) {
+        let execution = &checkpoint.get().execution_id;
+        self.0
+            .retain(|b| &b.checkpoint.get().execution_id != execution);
         if bytes > BASES_BYTES {
             return;
         }
@@ -462,24 +459,25 @@ mod tests {
     #[test]
     fn bases_are_of_the_slots_epoch_one_per_execution_and_at_most_their_number() {
         let mut bases = Bases::default();
-        let a = steps(2);
+        let checked = |c: Checkpoint| Checked::new(c).unwrap();
+        let a: Vec<Checked> = steps(2).into_iter().map(checked).collect();
         bases.keep(1, 0, a[0].clone(), 100);
         bases.keep(1, 1, a[1].clone(), 100);
-        let exec = &a[0].execution_id;
+        let exec = &a[0].get().execution_id;
         assert_eq!(bases.take(exec, 2), None, "of another epoch");
         bases.keep(2, 5, a[1].clone(), 100);
         assert_eq!(bases.take(exec, 2), Some((5, a[1].clone())));
         assert_eq!(bases.take(exec, 2), None, "taken out");
         for n in 0..=BASES as u64 {
-            let c = steps(1).remove(0);
+            let c = checked(steps(1).remove(0));
             bases.keep(3, n, c, 100);
         }
         assert_eq!(bases.0.len(), BASES);
         assert_eq!(bases.0[0].number, 1, "the least recently kept went first");
         // At most their bytes: a large one pushes out the oldest, one too large is not kept.
-        bases.keep(3, 100, steps(1).remove(0), BASES_BYTES - 100);
+        bases.keep(3, 100, checked(steps(1).remove(0)), BASES_BYTES - 100);
         assert_eq!(bases.0.len(), 2);
-        bases.keep(3, 101, steps(1).remove(0), BASES_BYTES + 1);
+        bases.keep(3, 101, checked(steps(1).remove(0)), BASES_BYTES + 1);
         assert_eq!(bases.0.len(), 2);
     }
 }

@@ -666,7 +666,7 @@ struct Done {
     /// The writer's copy of the checkpoint.
     owned: Checkpoint,
     /// The next revision's base.
-    base: Checkpoint,
+    base: Checked,
     text: Unsealed,
 }
 
@@ -674,6 +674,7 @@ struct Done {
 /// the file's checksum when the writer is behind and the flush is long enough (see
 /// [`HashPace`]).
 fn after_flush(pace: &HashPace, writer_behind: bool, checked: Checked, mut text: Unsealed) -> Done {
+    let base = checked.clone();
     let owned = checked.into_inner();
     if pace.hash_during_flush(text.len(), writer_behind) {
         let started = Instant::now();
@@ -681,11 +682,7 @@ fn after_flush(pace: &HashPace, writer_behind: bool, checked: Checked, mut text:
         pace.hashed(text.len(), started.elapsed());
         text.keep_checksum(checksum);
     }
-    Done {
-        base: owned.clone(),
-        owned,
-        text,
-    }
+    Done { base, owned, text }
 }
 
 impl<F: Fs> JournaledStore<F> {
@@ -751,14 +748,19 @@ impl<F: Fs> CheckpointStore for JournaledStore<F> {
         let revised = match bases.take(&owned.execution_id, slot.epoch()) {
             Some((number, base)) => {
                 let mut record = Vec::with_capacity(16 << 10);
-                revision::encode_into(number, &base, &mut owned, &mut record)
+                revision::encode_into(number, base.get(), &mut owned, &mut record)
                     .map_err(|e| encode_error(of_the_whole(e.to_string())))?;
                 Some((record, base))
             }
             None => None,
         };
-        // What encoding would refuse, refused before anything is journaled.
-        let mut checked = Some(Checked::new(owned).map_err(encode_error)?);
+        // What encoding would refuse, refused before anything is journaled (what the base
+        // holds was checked when it was saved).
+        let checked = match &revised {
+            Some((_, base)) => Checked::revising(owned, base),
+            None => Checked::new(owned),
+        };
+        let mut checked = Some(checked.map_err(encode_error)?);
         if let Some((record, base)) = revised {
             let mut pending = None;
             let started = Instant::now();

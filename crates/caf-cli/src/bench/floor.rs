@@ -48,9 +48,11 @@ impl AppendFloor {
         Failure::msg(format!("{}: {e}", self.path.display()))
     }
 
-    /// Writes zeros up to `len` bytes and flushes them (not timed).
+    /// Writes zeros up to `len` bytes and flushes them (not timed), a page at a time, as the
+    /// journal's slot is made and SQLite's log grows: the page cache then holds the file in
+    /// single pages, not in large folios whose every append costs more (docs/benchmarks.md).
     fn grow(&mut self, len: u64) -> Result<(), Failure> {
-        let zeros = vec![0u8; 1 << 20];
+        let zeros = [0u8; 4096];
         self.file
             .seek(SeekFrom::Start(self.len))
             .map_err(|e| self.fail(e))?;

@@ -9,11 +9,49 @@ use super::error::EncodeError;
 use super::model::{is_snake_word, Checkpoint};
 use super::CURRENT_VERSION;
 use serde_json::Value;
+use std::sync::Arc;
 
 /// Checks what the type system cannot: values the schema would refuse.
 pub fn check(ckpt: &Checkpoint) -> Result<(), EncodeError> {
-    check_depth(ckpt, Limits::default().max_depth)?;
-    check_values(ckpt)
+    check_from(ckpt, Known::NONE)
+}
+
+/// How many of a checkpoint's first thoughts and tool calls are known good: the very items (one
+/// allocation, compared by pointer) a checkpoint [`check`] accepted holds at the same places.
+/// Each item's own checks pass for them whatever surrounds them, so they are not run again;
+/// what depends on the whole list (unique ids) is checked for the items after them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Known {
+    thoughts: usize,
+    calls: usize,
+}
+
+impl Known {
+    const NONE: Self = Self {
+        thoughts: 0,
+        calls: 0,
+    };
+
+    /// What `ckpt` shares with `base`, first items first.
+    fn shared(ckpt: &Checkpoint, base: &Checkpoint) -> Self {
+        fn prefix<T>(a: &[Arc<T>], b: &[Arc<T>]) -> usize {
+            a.iter()
+                .zip(b)
+                .take_while(|(a, b)| Arc::ptr_eq(a, b))
+                .count()
+        }
+        let (s, b) = (&ckpt.snapshot, &base.snapshot);
+        Self {
+            thoughts: prefix(&s.thought_chain.thoughts, &b.thought_chain.thoughts),
+            calls: prefix(&s.tool_state.calls, &b.tool_state.calls),
+        }
+    }
+}
+
+/// [`check`], the per-item checks of the `known` items left out.
+fn check_from(ckpt: &Checkpoint, known: Known) -> Result<(), EncodeError> {
+    check_depth_from(ckpt, Limits::default().max_depth, known)?;
+    check_values_from(ckpt, known)
 }
 
 /// A checkpoint [`check`] accepted: encoding it ([`super::Encoder::encode_checked_into`]) does
@@ -25,6 +63,16 @@ impl Checked {
     /// `ckpt`, once [`check`] accepts it.
     pub fn new(ckpt: Checkpoint) -> Result<Self, EncodeError> {
         check(&ckpt)?;
+        Ok(Self(ckpt))
+    }
+
+    /// `ckpt`, once [`check`] accepts it, given `base`, a checkpoint it accepted before: the
+    /// thoughts and tool calls `ckpt` shares with `base` (the very items, by pointer, first in
+    /// both lists; a runtime state shares every unchanged item with each checkpoint taken of
+    /// it) are not looked at one by one again. The same answer as [`Checked::new`], at the cost
+    /// of what changed (a journaled save checks each step this way against the one before).
+    pub fn revising(ckpt: Checkpoint, base: &Checked) -> Result<Self, EncodeError> {
+        check_from(&ckpt, Known::shared(&ckpt, &base.0))?;
         Ok(Self(ckpt))
     }
 
@@ -57,6 +105,11 @@ fn years_ok(t: &crate::Timestamp) -> bool {
 
 /// [`check`] without its [`check_depth`] at the default limit.
 pub(super) fn check_values(ckpt: &Checkpoint) -> Result<(), EncodeError> {
+    check_values_from(ckpt, Known::NONE)
+}
+
+/// [`check_values`], the per-item checks of the `known` items left out.
+fn check_values_from(ckpt: &Checkpoint, known: Known) -> Result<(), EncodeError> {
     let bad = |pointer: String, message: &str| {
         Err(EncodeError::Invalid {
             pointer,
@@ -107,7 +160,8 @@ pub(super) fn check_values(ckpt: &Checkpoint) -> Result<(), EncodeError> {
             "current thought id must not be empty",
         );
     }
-    for (i, t) in ckpt.snapshot.thought_chain.thoughts.iter().enumerate() {
+    let thoughts = &ckpt.snapshot.thought_chain.thoughts;
+    for (i, t) in thoughts.iter().enumerate().skip(known.thoughts) {
         let p = |f: &str| format!("/snapshot/thought_chain/thoughts/{i}/{f}");
         if !is_snake_word(&t.kind) {
             return bad(p("type"), "thought type must be a snake_case word");
@@ -134,7 +188,8 @@ pub(super) fn check_values(ckpt: &Checkpoint) -> Result<(), EncodeError> {
             );
         }
     }
-    for (i, c) in ckpt.snapshot.tool_state.calls.iter().enumerate() {
+    let calls = &ckpt.snapshot.tool_state.calls;
+    for (i, c) in calls.iter().enumerate().skip(known.calls) {
         let p = |f: &str| format!("/snapshot/tool_state/calls/{i}/{f}");
         if !one_to(&c.id, 256) {
             return bad(p("id"), "tool call id must be 1 to 256 characters");
@@ -166,15 +221,28 @@ pub(super) fn check_values(ckpt: &Checkpoint) -> Result<(), EncodeError> {
             );
         }
     }
-    check_unique_ids(ckpt)?;
+    check_unique_ids(ckpt, known)?;
     check_plan(ckpt)
 }
 
 /// Two thoughts, two tool calls or two plan steps with one id would make "the thought X"
-/// ambiguous (for diff, resume and the database): the second is refused.
-fn check_unique_ids(ckpt: &Checkpoint) -> Result<(), EncodeError> {
-    fn first_repeat<'a>(ids: impl Iterator<Item = &'a str>) -> Option<(usize, &'a str)> {
+/// ambiguous (for diff, resume and the database): the second is refused. The first `known`
+/// thoughts and tool calls have ids unique among themselves.
+fn check_unique_ids(ckpt: &Checkpoint, known: Known) -> Result<(), EncodeError> {
+    /// At most this many items after the known ones are each looked for among those before it
+    /// (a journaled step adds one or two); more, and the whole list is sorted.
+    const FEW: usize = 16;
+    fn first_repeat<'a>(
+        ids: impl Iterator<Item = &'a str>,
+        known: usize,
+    ) -> Option<(usize, &'a str)> {
         let ids: Vec<&str> = ids.collect();
+        if known > 0 && ids.len() - known.min(ids.len()) <= FEW {
+            // The first repeat is after the known ids, which have none.
+            return (known..ids.len())
+                .find(|&j| ids[..j].contains(&ids[j]))
+                .map(|j| (j, ids[j]));
+        }
         // Sorting finds whether any id repeats without hashing every one (most lists have
         // none); only then is the first repeat looked for, in order.
         let mut sorted = ids.clone();
@@ -192,17 +260,23 @@ fn check_unique_ids(ckpt: &Checkpoint) -> Result<(), EncodeError> {
         (
             "/snapshot/thought_chain/thoughts",
             "thought",
-            first_repeat(s.thought_chain.thoughts.iter().map(|t| t.id.as_str())),
+            first_repeat(
+                s.thought_chain.thoughts.iter().map(|t| t.id.as_str()),
+                known.thoughts,
+            ),
         ),
         (
             "/snapshot/tool_state/calls",
             "tool call",
-            first_repeat(s.tool_state.calls.iter().map(|c| c.id.as_str())),
+            first_repeat(
+                s.tool_state.calls.iter().map(|c| c.id.as_str()),
+                known.calls,
+            ),
         ),
         (
             "/snapshot/progress/plan",
             "plan step",
-            first_repeat(s.progress.plan.iter().map(|p| p.id.as_str())),
+            first_repeat(s.progress.plan.iter().map(|p| p.id.as_str()), 0),
         ),
     ];
     for (list, what, repeat) in lists {
@@ -285,6 +359,11 @@ fn fits(v: &Value, budget: usize) -> bool {
 /// [`STRUCTURAL_DEPTH`] levels and is not looked at: with a smaller `max` the answer says nothing
 /// about it. Pointers are only built on failure.
 pub(super) fn check_depth(c: &Checkpoint, max: usize) -> Result<(), EncodeError> {
+    check_depth_from(c, max, Known::NONE)
+}
+
+/// [`check_depth`], the `known` thoughts and tool calls left out.
+fn check_depth_from(c: &Checkpoint, max: usize, known: Known) -> Result<(), EncodeError> {
     let too_deep = |pointer: String| EncodeError::Invalid {
         pointer,
         message: format!("nesting deeper than {max} levels, which caf refuses to read"),
@@ -324,7 +403,8 @@ pub(super) fn check_depth(c: &Checkpoint, max: usize) -> Result<(), EncodeError>
             return Err(too_deep(format!("/snapshot/context/{p}/{i}")));
         }
     }
-    for (i, t) in c.snapshot.thought_chain.thoughts.iter().enumerate() {
+    let thoughts = c.snapshot.thought_chain.thoughts.iter().enumerate();
+    for (i, t) in thoughts.skip(known.thoughts) {
         let p = |f: &str| format!("/snapshot/thought_chain/thoughts/{i}/{f}");
         if let Some(j) = t.alternatives.iter().position(|v| !value(v, 6)) {
             return Err(too_deep(p(&format!("alternatives/{j}"))));
@@ -336,7 +416,14 @@ pub(super) fn check_depth(c: &Checkpoint, max: usize) -> Result<(), EncodeError>
             return Err(too_deep(p("extensions")));
         }
     }
-    for (i, call) in c.snapshot.tool_state.calls.iter().enumerate() {
+    for (i, call) in c
+        .snapshot
+        .tool_state
+        .calls
+        .iter()
+        .enumerate()
+        .skip(known.calls)
+    {
         let p = |f: &str| format!("/snapshot/tool_state/calls/{i}/{f}");
         if !value(&call.args, 5) {
             return Err(too_deep(p("args")));
@@ -444,6 +531,84 @@ mod tests {
         let err = check(&with(&["z", "z"], &[])).unwrap_err();
         let EncodeError::Invalid { message, .. } = err;
         assert_eq!(message, "duplicate thought id \"z\": ids must be unique");
+    }
+
+    #[test]
+    fn revising_a_checked_base_answers_as_checking_the_whole() {
+        let base = Checked::new(with(&["t1", "t2", "t3"], &["c1", "c2"])).unwrap();
+        // The base's own items (the same allocations), then `thoughts` and `calls`.
+        let grown = |thoughts: Vec<Thought>, calls: Vec<ToolCall>| {
+            let mut c = base.get().clone();
+            let s = &mut c.snapshot;
+            s.thought_chain
+                .thoughts
+                .extend(thoughts.into_iter().map(Arc::new));
+            s.tool_state.calls.extend(calls.into_iter().map(Arc::new));
+            c
+        };
+        let badly_typed = |id: &str| Thought {
+            kind: "Not Snake".into(),
+            ..thought(id)
+        };
+        let mut nested = serde_json::json!(1);
+        for _ in 0..Limits::default().max_depth {
+            nested = serde_json::json!([nested]);
+        }
+        let deep_call = ToolCall::pending("c3", "t", nested);
+        let many: Vec<Thought> = (4..=30)
+            .map(|i| thought(&format!("t{i}")))
+            .chain([thought("t1")])
+            .collect();
+        let mut replaced = base.get().clone();
+        replaced.snapshot.thought_chain.thoughts[1] = Arc::new(badly_typed("t2"));
+        let thoughts = "/snapshot/thought_chain/thoughts";
+        let calls = "/snapshot/tool_state/calls";
+        let cases = [
+            (
+                "one more of each",
+                grown(vec![thought("t4")], vec![call("c3")]),
+                None,
+            ),
+            (
+                "a new thought repeating a known id",
+                grown(vec![thought("t4"), thought("t2")], vec![]),
+                Some(format!("{thoughts}/4/id")),
+            ),
+            (
+                "two new calls with one id",
+                grown(vec![], vec![call("c3"), call("c3")]),
+                Some(format!("{calls}/3/id")),
+            ),
+            (
+                "a badly typed new thought",
+                grown(vec![badly_typed("t4")], vec![]),
+                Some(format!("{thoughts}/3/type")),
+            ),
+            (
+                "a new call nested too deep",
+                grown(vec![], vec![deep_call]),
+                Some(format!("{calls}/2/args")),
+            ),
+            (
+                "many new thoughts, the last repeating a known id",
+                grown(many, vec![]),
+                Some(format!("{thoughts}/30/id")),
+            ),
+            (
+                "a known thought replaced in place by a bad one",
+                replaced,
+                Some(format!("{thoughts}/1/type")),
+            ),
+        ];
+        for (what, next, want) in cases {
+            let refused = |r: Result<Checked, EncodeError>| r.err().map(|e| format!("{e:?}"));
+            assert_eq!(
+                refused(Checked::revising(next.clone(), &base)),
+                refused(Checked::new(next.clone())),
+                "{what}"
+            );
+            assert_eq!(pointer(&next), want, "{what}");
+        }
     }
 
     #[test]
