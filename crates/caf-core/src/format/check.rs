@@ -416,14 +416,8 @@ fn check_depth_from(c: &Checkpoint, max: usize, known: Known) -> Result<(), Enco
             return Err(too_deep(p("extensions")));
         }
     }
-    for (i, call) in c
-        .snapshot
-        .tool_state
-        .calls
-        .iter()
-        .enumerate()
-        .skip(known.calls)
-    {
+    let calls = c.snapshot.tool_state.calls.iter().enumerate();
+    for (i, call) in calls.skip(known.calls) {
         let p = |f: &str| format!("/snapshot/tool_state/calls/{i}/{f}");
         if !value(&call.args, 5) {
             return Err(too_deep(p("args")));
