@@ -22,12 +22,11 @@
 //! the record's own CRC-32 covers the rest. A revision rebuilds the very checkpoint that was
 //! saved, so its file, encoded again, is byte for byte the one the store would have written.
 
-use caf_core::format::{Checked, Checkpoint};
+use caf_core::format::{shared_prefix, Checked, Checkpoint};
 use caf_core::{CheckpointId, ExecutionId};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::VecDeque;
-use std::sync::Arc;
 
 /// How many executions' last journaled checkpoint a store keeps, to journal their next save as
 /// a revision.
@@ -76,15 +75,6 @@ pub(crate) enum RevisionError {
     KeptResult(String),
 }
 
-/// How many of `next`'s first items are the very items `base` has first (the same pointer: an
-/// equal item would do but for `-0.0`, equal to `0.0` yet written otherwise).
-fn kept<T>(base: &[Arc<T>], next: &[Arc<T>]) -> usize {
-    base.iter()
-        .zip(next)
-        .take_while(|(a, b)| Arc::ptr_eq(a, b))
-        .count()
-}
-
 /// Whether two JSON values are identical: equal, and written the same (`0.0` and `-0.0` are
 /// equal numbers, written otherwise).
 fn identical(a: &Value, b: &Value) -> bool {
@@ -114,11 +104,13 @@ pub(crate) fn encode_into(
     next: &mut Checkpoint,
     out: &mut Vec<u8>,
 ) -> serde_json::Result<()> {
-    let thoughts_kept = kept(
+    // The very items `base` has first (the same pointer: an equal item would do but for
+    // `-0.0`, equal to `0.0` yet written otherwise).
+    let thoughts_kept = shared_prefix(
         &base.snapshot.thought_chain.thoughts,
         &next.snapshot.thought_chain.thoughts,
     );
-    let calls_kept = kept(
+    let calls_kept = shared_prefix(
         &base.snapshot.tool_state.calls,
         &next.snapshot.tool_state.calls,
     );
@@ -254,15 +246,15 @@ impl Bases {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use caf_core::workload::agent_run_step;
     use caf_core::{CheckpointManager, CheckpointOptions, CheckpointReason, MemoryStore};
     use caf_core::{RuntimeState, Timestamp};
     use std::sync::Arc;
 
-    /// The checkpoints of one execution after each of `steps` steps.
-    fn steps(steps: usize) -> Vec<Checkpoint> {
+    /// The checkpoints of one execution after each of `steps` steps of the agent-run workload.
+    pub(crate) fn steps(steps: usize) -> Vec<Checkpoint> {
         let manager = CheckpointManager::new(MemoryStore::new());
         let mut state = RuntimeState::new("agent");
         (1..=steps)

@@ -942,15 +942,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let (store, url) = journaled_in(dir.path());
         store.shared.pace.always();
-        let manager = CheckpointManager::new(MemoryStore::new());
-        let mut state = RuntimeState::new("agent");
-        let mut saved = Vec::new();
-        for s in 1..=5 {
-            caf_core::workload::agent_run_step(&mut state, s).unwrap();
-            let options = CheckpointOptions::new(CheckpointReason::StepCompleted);
-            let checkpoint = manager.checkpoint(&mut state, options).unwrap();
-            store.save(&checkpoint).unwrap();
-            saved.push(checkpoint);
+        let saved = crate::journal_revision::tests::steps(5);
+        for checkpoint in &saved {
+            store.save(checkpoint).unwrap();
         }
         store.flush().unwrap();
         assert!(
@@ -966,19 +960,6 @@ mod tests {
             assert_eq!(&decoded.checkpoint, c);
             assert_eq!(&sql.load_checkpoint(&c.id).unwrap(), c);
         }
-    }
-
-    /// Saves of one execution, `steps` of the agent-run workload.
-    fn agent_run(steps: usize) -> Vec<Checkpoint> {
-        let manager = CheckpointManager::new(MemoryStore::new());
-        let mut state = RuntimeState::new("agent");
-        (1..=steps)
-            .map(|s| {
-                caf_core::workload::agent_run_step(&mut state, s).unwrap();
-                let options = CheckpointOptions::new(CheckpointReason::StepCompleted);
-                manager.checkpoint(&mut state, options).unwrap()
-            })
-            .collect()
     }
 
     /// Holds the database's writer lock (`DB-writer.lock`, see `group_commit.rs`) as another
@@ -1027,7 +1008,7 @@ mod tests {
     fn saves_behind_a_waiting_writer_put_their_files_in_place_and_the_writer_adds_the_rows() {
         let dir = tempfile::tempdir().unwrap();
         let (store, url) = journaled_in(dir.path());
-        let saved = agent_run(8);
+        let saved = crate::journal_revision::tests::steps(8);
         let held = hold_writer_lock(dir.path());
         store.save(&saved[0]).unwrap();
         writer_waiting(&store);
@@ -1067,7 +1048,7 @@ mod tests {
     fn a_file_a_save_behind_cannot_place_is_left_to_the_writer_and_the_journal() {
         let dir = tempfile::tempdir().unwrap();
         let (store, url) = journaled_in(dir.path());
-        let saved = agent_run(8);
+        let saved = crate::journal_revision::tests::steps(8);
         let files = FileStore::open(dir.path().join("files")).unwrap();
         // A directory where the sixth save's file goes: no file can be renamed over it.
         let blocked = files.path_of(&saved[5].id);

@@ -6,10 +6,9 @@
 
 use super::codec::Limits;
 use super::error::EncodeError;
-use super::model::{is_snake_word, Checkpoint};
+use super::model::{is_snake_word, shared_prefix, Checkpoint};
 use super::CURRENT_VERSION;
 use serde_json::Value;
-use std::sync::Arc;
 
 /// Checks what the type system cannot: values the schema would refuse.
 pub fn check(ckpt: &Checkpoint) -> Result<(), EncodeError> {
@@ -34,16 +33,10 @@ impl Known {
 
     /// What `ckpt` shares with `base`, first items first.
     fn shared(ckpt: &Checkpoint, base: &Checkpoint) -> Self {
-        fn prefix<T>(a: &[Arc<T>], b: &[Arc<T>]) -> usize {
-            a.iter()
-                .zip(b)
-                .take_while(|(a, b)| Arc::ptr_eq(a, b))
-                .count()
-        }
         let (s, b) = (&ckpt.snapshot, &base.snapshot);
         Self {
-            thoughts: prefix(&s.thought_chain.thoughts, &b.thought_chain.thoughts),
-            calls: prefix(&s.tool_state.calls, &b.tool_state.calls),
+            thoughts: shared_prefix(&s.thought_chain.thoughts, &b.thought_chain.thoughts),
+            calls: shared_prefix(&s.tool_state.calls, &b.tool_state.calls),
         }
     }
 }

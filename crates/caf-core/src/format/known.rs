@@ -298,24 +298,21 @@ fn fast(
                     (Arc::clone(shared), proof.clone(), expected.to_owned());
                 move || proof.holds(&bytes, &expected)
             };
-            let (proved, checkpoint) = match proof {
-                // The digest is quick: the helper then types the thought chain too, while this
-                // thread types the rest.
-                Proof::Digest(_) => match thought_chain_range(bytes) {
-                    Some(cut) => {
-                        let (shared, there) = (Arc::clone(shared), cut.clone());
-                        let (proved, chain) =
-                            beside::both(proved, move || thought_chain_at(&shared, there));
-                        (proved, typed_apart(bytes, cut, &chain, expected))
-                    }
-                    // Not laid out as caf writes: typed here in one piece.
-                    None => {
-                        let text = text()?;
-                        (beside::one(proved), typed_whole(text, expected))
-                    }
-                },
-                // The checksum takes about as long as typing all of it.
-                Proof::Checksum(_) => {
+            // The digest is quick: the helper then types the thought chain too, while this
+            // thread types the rest. The checksum takes about as long as typing all of it.
+            let cut = match proof {
+                Proof::Digest(_) => thought_chain_range(bytes),
+                Proof::Checksum(_) => None,
+            };
+            let (proved, checkpoint) = match cut {
+                Some(cut) => {
+                    let (shared, there) = (Arc::clone(shared), cut.clone());
+                    let (proved, chain) =
+                        beside::both(proved, move || thought_chain_at(&shared, there));
+                    (proved, typed_apart(bytes, cut, &chain, expected))
+                }
+                // With the checksum, or not laid out as caf writes: typed here in one piece.
+                None => {
                     let text = text()?;
                     (beside::one(proved), typed_whole(text, expected))
                 }

@@ -36,9 +36,9 @@ pub use known::{
 };
 pub(crate) use model::present;
 pub use model::{
-    is_snake_word, same, BadReason, Branch, Checkpoint, CheckpointReason, CompletedStep, Context,
-    JsonObject, LastError, Metadata, PlanStep, Progress, Snapshot, StepStatus, Thought,
-    ThoughtChain, ToolCall, ToolState, ToolStatus,
+    is_snake_word, same, shared_prefix, BadReason, Branch, Checkpoint, CheckpointReason,
+    CompletedStep, Context, JsonObject, LastError, Metadata, PlanStep, Progress, Snapshot,
+    StepStatus, Thought, ThoughtChain, ToolCall, ToolState, ToolStatus,
 };
 
 /// The format version caf writes.

@@ -238,6 +238,15 @@ pub fn same<T: PartialEq>(a: &Arc<T>, b: &Arc<T>) -> bool {
     Arc::ptr_eq(a, b) || a == b
 }
 
+/// How many first items of `a` and `b` are the very same items (one allocation each, compared
+/// by pointer): what a checkpoint shares with one taken before it of the same runtime state.
+pub fn shared_prefix<T>(a: &[Arc<T>], b: &[Arc<T>]) -> usize {
+    a.iter()
+        .zip(b)
+        .take_while(|(a, b)| Arc::ptr_eq(a, b))
+        .count()
+}
+
 /// A list of shared items, each read into its own [`Arc`] (serde's own `Arc<T>` reads a `Box<T>`
 /// first, then moves it into a second allocation).
 fn shared<'de, D, T>(d: D) -> Result<Vec<Arc<T>>, D::Error>
