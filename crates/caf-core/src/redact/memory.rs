@@ -37,28 +37,44 @@ pub(super) struct Seen<T> {
     count: u64,
 }
 
-/// What redaction makes of `item`, remembering it in `seen`: the remembered outcome when `item`
-/// equals the remembered original, nothing when it is the remembered redacted form (already
-/// clean), a scan otherwise.
+/// What `seen` remembers of `item`: the remembered outcome when `item` equals the remembered
+/// original, nothing to replace when it is the remembered redacted form (already clean);
+/// `None` when `item` is neither (it must be scanned).
+fn known<T: Clone + Same>(seen: &Seen<T>, item: &T) -> Option<Option<(T, u64)>> {
+    if seen.original.same(item) {
+        return Some(seen.redacted.clone().map(|r| (r, seen.count)));
+    }
+    if seen.redacted.as_ref().is_some_and(|r| r.same(item)) {
+        return Some(None);
+    }
+    None
+}
+
+/// Scans `item`: what redaction makes of it, and what to remember of it.
+fn scan<T: Clone>(
+    item: &T,
+    redact: impl FnOnce(&T) -> Option<(T, u64)>,
+) -> (Option<(T, u64)>, Seen<T>) {
+    let out = redact(item);
+    let seen = Seen {
+        original: item.clone(),
+        redacted: out.as_ref().map(|(r, _)| r.clone()),
+        count: out.as_ref().map_or(0, |(_, n)| *n),
+    };
+    (out, seen)
+}
+
+/// What redaction makes of `item`, remembering it in `seen` ([`known`], else a [`scan`]).
 fn through<T: Clone + Same>(
     seen: &mut Option<Seen<T>>,
     item: &T,
     redact: impl FnOnce(&T) -> Option<(T, u64)>,
 ) -> Option<(T, u64)> {
-    if let Some(s) = seen {
-        if s.original.same(item) {
-            return s.redacted.clone().map(|r| (r, s.count));
-        }
-        if s.redacted.as_ref().is_some_and(|r| r.same(item)) {
-            return None;
-        }
+    if let Some(outcome) = seen.as_ref().and_then(|s| known(s, item)) {
+        return outcome;
     }
-    let out = redact(item);
-    *seen = Some(Seen {
-        original: item.clone(),
-        redacted: out.as_ref().map(|(r, _)| r.clone()),
-        count: out.as_ref().map_or(0, |(_, n)| *n),
-    });
+    let (out, remembered) = scan(item, redact);
+    *seen = Some(remembered);
     out
 }
 
@@ -92,17 +108,23 @@ pub(super) fn members(
     let mut out: Option<serde_json::Map<String, Value>> = None;
     let mut count = 0;
     for (key, value) in map {
-        let (kept_key, mut seen) = match memory.remove_entry(key) {
-            Some((k, s)) => (Some(k), Some(s)),
-            None => (None, None),
+        // One lookup for a member remembered; its key's string is kept.
+        let redacted = match memory.get_mut(key) {
+            Some(seen) => known(seen, value).unwrap_or_else(|| {
+                let (out, remembered) = scan(value, |v| redact(key, v));
+                *seen = remembered;
+                out
+            }),
+            None => {
+                let (out, remembered) = scan(value, |v| redact(key, v));
+                memory.insert(key.clone(), remembered);
+                out
+            }
         };
-        if let Some((redacted, n)) = through(&mut seen, value, |v| redact(key, v)) {
+        if let Some((redacted, n)) = redacted {
             out.get_or_insert_with(|| map.clone())
                 .insert(key.clone(), redacted);
             count += n;
-        }
-        if let Some(seen) = seen {
-            memory.insert(kept_key.unwrap_or_else(|| key.clone()), seen);
         }
     }
     // Every member of the object is remembered now: anything more is of members gone.
