@@ -109,15 +109,17 @@ pub(super) fn members(
     let mut count = 0;
     for (key, value) in map {
         // One lookup for a member remembered; its key's string is kept.
-        let redacted = match memory.get_mut(key) {
-            Some(seen) => known(seen, value).unwrap_or_else(|| {
-                let (out, remembered) = scan(value, |v| redact(key, v));
-                *seen = remembered;
-                out
-            }),
+        let seen = memory.get_mut(key);
+        let redacted = match seen.as_deref().and_then(|s| known(s, value)) {
+            Some(outcome) => outcome,
             None => {
                 let (out, remembered) = scan(value, |v| redact(key, v));
-                memory.insert(key.clone(), remembered);
+                match seen {
+                    Some(seen) => *seen = remembered,
+                    None => {
+                        memory.insert(key.clone(), remembered);
+                    }
+                }
                 out
             }
         };
