@@ -24,7 +24,7 @@
 //! and revisions a slot's records stand for add up to at most four times its size: reading one
 //! back holds no more than that.
 
-use caf_core::store::{write_all, Fs};
+use caf_core::store::{write_all, write_zeros, Fs};
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
@@ -44,8 +44,6 @@ fn max_record() -> u64 {
 }
 /// Where records start.
 const HEADER: u64 = 4096;
-/// What the slot's zeros are written in (see [`Slot::write_zeros`]).
-const PAGE: usize = 4096;
 const MAGIC: &[u8; 8] = b"cafjrnl1";
 const RECORD_MAGIC: &[u8; 4] = b"cafr";
 /// The magic of a record that is a text delta against an earlier one.
@@ -348,21 +346,11 @@ impl<F: Fs> Slot<F> {
         }
     }
 
-    /// Writes zeros from the file's end up to `size` bytes, one page per write: the page cache
-    /// then holds the slot in single pages. Linux (6.16 on) gives ext4 files folios as large
-    /// as the writes that create them, and a record's write into a page of a large folio walks
-    /// all of the folio's block buffers: preallocated in 1 MiB writes, a save's 2–3 KB append
-    /// took 15–21 µs, in page-sized ones 10–11 (docs/benchmarks.md). SQLite's log, written a
-    /// frame at a time, has small folios too.
+    /// Writes zeros from the file's end up to `size` bytes, a page at a time
+    /// ([`caf_core::store::write_zeros`]).
     fn write_zeros(&mut self, size: u64) -> io::Result<()> {
-        let zeros = [0u8; PAGE];
-        let mut at = self.file.seek(SeekFrom::End(0))?;
-        while at < size {
-            let n = (size - at).min(zeros.len() as u64) as usize;
-            write_all(&self.fs, &self.file, &self.path, &zeros[..n])?;
-            at += n as u64;
-        }
-        Ok(())
+        let at = self.file.seek(SeekFrom::End(0))?;
+        write_zeros(&self.fs, &self.file, &self.path, at, size)
     }
 
     /// Draws a new generation and writes it in the header (not flushed).

@@ -2,6 +2,7 @@
 
 use super::stats::micros;
 use crate::Failure;
+use caf_core::store::{write_zeros, RealFs};
 use std::io::{Seek, SeekFrom, Write};
 use std::path::PathBuf;
 use std::time::Instant;
@@ -49,19 +50,15 @@ impl AppendFloor {
     }
 
     /// Writes zeros up to `len` bytes and flushes them (not timed), a page at a time, as the
-    /// journal's slot is made and SQLite's log grows: the page cache then holds the file in
-    /// single pages, not in large folios whose every append costs more (docs/benchmarks.md).
+    /// journal's slot is made ([`caf_core::store::write_zeros`]).
     fn grow(&mut self, len: u64) -> Result<(), Failure> {
-        let zeros = [0u8; 4096];
         self.file
             .seek(SeekFrom::Start(self.len))
+            .and_then(|_| write_zeros(&RealFs, &self.file, &self.path, self.len, len))
+            .and_then(|()| self.file.sync_all())
             .map_err(|e| self.fail(e))?;
-        while self.len < len {
-            let n = (len - self.len).min(zeros.len() as u64) as usize;
-            self.file.write_all(&zeros[..n]).map_err(|e| self.fail(e))?;
-            self.len += n as u64;
-        }
-        self.file.sync_all().map_err(|e| self.fail(e))
+        self.len = self.len.max(len);
+        Ok(())
     }
 
     /// Appends `bytes` and flushes them: the microseconds that took.

@@ -25,7 +25,7 @@ pub use file::{
     read_checkpoint_file, read_known_checkpoint_file, read_regular_file, refuse_linked_internals,
     stated_integrity, FileStore, FileStoreOptions, Problem, StagedFile, Unpublished, INTERNALS,
 };
-pub use fs::{working_for, write_all, Fs, RealFs};
+pub use fs::{working_for, write_all, write_zeros, Fs, RealFs};
 pub use index::{read_index, Entry as IndexEntry, IndexSnapshot};
 pub use memory::MemoryStore;
 #[cfg(any(test, feature = "test-support"))]
