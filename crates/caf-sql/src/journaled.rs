@@ -37,7 +37,37 @@ struct Queue {
     /// saves queued after it).
     failed: Option<Error>,
     stop: bool,
+    /// The writer is waiting for work (on `work`): only then does a job need to wake it.
+    waiting: bool,
+    /// A job was queued while the writer waited, and nobody has woken it yet (see
+    /// [`JournaledStore::queue`]): the next save's helper, or the helper once idle, or
+    /// whoever waits for the writer, wakes it.
+    deferred: bool,
 }
+
+/// Wakes the writer for a job queued without waking it ([`Queue::deferred`]).
+fn wake_deferred<F: Fs>(shared: &Shared<F>) {
+    let mut q = lock(&shared.queue);
+    if std::mem::take(&mut q.deferred) {
+        shared.work.notify_one();
+    }
+}
+
+/// [`wake_deferred`], unless a save is under way (its slot locked): it may yet defer its job
+/// (its helper's task done, its flush not): whether it woke, or found nothing to wake.
+fn wake_deferred_after_save<F: Fs>(shared: &Shared<F>) -> bool {
+    match shared.slot.try_lock() {
+        Err(std::sync::TryLockError::WouldBlock) => false,
+        Ok(_) | Err(std::sync::TryLockError::Poisoned(_)) => {
+            wake_deferred(shared);
+            true
+        }
+    }
+}
+
+/// How long the helper waits for another save after a task before it wakes the writer for a
+/// deferred job itself.
+const DEFERRED_AT_MOST: std::time::Duration = std::time::Duration::from_millis(1);
 
 struct Shared<F: Fs> {
     hybrid: HybridStore<F>,
@@ -185,6 +215,8 @@ impl<F: Fs> JournaledStore<F> {
                 busy: false,
                 failed: None,
                 stop: false,
+                waiting: false,
+                deferred: false,
             }),
             work: Condvar::new(),
             done: Condvar::new(),
@@ -204,10 +236,19 @@ impl<F: Fs> JournaledStore<F> {
                 .spawn(move || write_queue(&shared))
                 .map_err(|e| Error::io(&dir, e))?
         };
+        // The helper wakes the writer for a job deferred when no save has come for a while.
+        let helper = {
+            let shared = Arc::downgrade(&shared);
+            Helper::start_with_idle(DEFERRED_AT_MOST, move || {
+                shared
+                    .upgrade()
+                    .is_some_and(|shared| !wake_deferred_after_save(&shared))
+            })
+        };
         Ok(Ok(Self {
             shared,
             writer: Some(writer),
-            helper: Helper::start(),
+            helper,
             replayed,
         }))
     }
@@ -332,6 +373,9 @@ pub(crate) fn apply_left<F: Fs>(hybrid: &HybridStore<F>) -> Result<usize> {
 /// Waits until the queue is empty and the writer idle.
 fn idle<F: Fs>(shared: &Shared<F>) -> MutexGuard<'_, Queue> {
     let mut q = lock(&shared.queue);
+    if std::mem::take(&mut q.deferred) {
+        shared.work.notify_one();
+    }
     while !q.jobs.is_empty() || q.busy {
         q = shared.done.wait(q).unwrap_or_else(|p| p.into_inner());
     }
@@ -596,12 +640,15 @@ fn write_queue<F: Fs>(shared: &Shared<F>) {
                     }
                 } else if let Some(batch) = q.take_batch() {
                     q.busy = true;
+                    q.deferred = false;
                     break batch;
                 }
                 if q.stop {
                     return;
                 }
+                q.waiting = true;
                 q = shared.work.wait(q).unwrap_or_else(|p| p.into_inner());
+                q.waiting = false;
             }
         };
         let hybrid = &shared.hybrid;
@@ -689,7 +736,11 @@ impl<F: Fs> JournaledStore<F> {
     /// Queues record `number`, journaled, for the writer; keeps its checkpoint as its
     /// execution's next base: the save's summary.
     ///
-    /// When the writer has [`PLACE_BEHIND`] saves or more queued and `may_place`, the save puts
+    /// A save whose text the helper encoded (`helped`, a revision) does not wake a waiting
+    /// writer: the next save's helper does, during that save's flush (or the helper, once
+    /// idle, [`DEFERRED_AT_MOST`] later; or whoever waits for the writer).
+    ///
+    /// When the writer has [`PLACE_BEHIND`] saves or more queued and `helped`, the save puts
     /// its file in place itself first (not flushed, as the writer would): the writer then has
     /// only its rows to write. A writer that is behind (waiting for the database, which other
     /// processes are writing) would otherwise hold every queued save's text, and the saves
@@ -703,20 +754,30 @@ impl<F: Fs> JournaledStore<F> {
         bases: &mut Bases,
         number: u64,
         done: Done,
-        may_place: bool,
+        helped: bool,
     ) -> CheckpointSummary {
         let len = done.text.len();
         let summary = CheckpointSummary::of(&done.owned, len as u64);
         bases.keep(slot.epoch(), number, done.base, len);
-        let behind = may_place && lock(&self.shared.queue).jobs.len() >= PLACE_BEHIND;
+        let behind = helped && lock(&self.shared.queue).jobs.len() >= PLACE_BEHIND;
         let file = if behind {
             self.shared.hybrid.try_place(&done.owned, done.text)
         } else {
             BatchFile::Text(done.text)
         };
         let job = (done.owned, file, slot.generation(), number);
-        lock(&self.shared.queue).jobs.push_back(job);
-        self.shared.work.notify_one();
+        let mut q = lock(&self.shared.queue);
+        q.jobs.push_back(job);
+        if q.waiting {
+            if helped {
+                // Woken by the next save's helper while that save's record is flushed, or by
+                // the helper once idle (after [`DEFERRED_AT_MOST`]): waking a thread costs the
+                // waker a few microseconds, which this save would pay after its flush.
+                q.deferred = true;
+            } else {
+                self.shared.work.notify_one();
+            }
+        }
         summary
     }
 }
@@ -737,7 +798,11 @@ impl<F: Fs> CheckpointStore for JournaledStore<F> {
         let mut slot = lock(&self.shared.slot);
         let (failed, writer_behind) = {
             let q = lock(&self.shared.queue);
-            (q.failed.is_some(), q.busy || !q.jobs.is_empty())
+            // A job deferred is not a writer behind: it waits for this save's helper.
+            (
+                q.failed.is_some(),
+                q.busy || q.jobs.len() > usize::from(q.deferred),
+            )
         };
         if failed {
             self.catch_up(&mut slot)?;
@@ -771,7 +836,9 @@ impl<F: Fs> CheckpointStore for JournaledStore<F> {
                         // The base's memory is given back here, not on the saving thread.
                         drop(base);
                         let text = shared.hybrid.files().encode_checked_unsealed(&checked)?;
-                        Ok(after_flush(&shared.pace, writer_behind, checked, text))
+                        let done = after_flush(&shared.pace, writer_behind, checked, text);
+                        wake_deferred(&shared);
+                        Ok(done)
                     }));
                 }
             });
@@ -986,6 +1053,96 @@ mod tests {
             std::thread::sleep(Duration::from_millis(5));
         }
         panic!("the writer took no batch");
+    }
+
+    /// Waits until the writer waits for work, the queue empty.
+    fn writer_idle<F: Fs>(store: &JournaledStore<F>) {
+        for _ in 0..2000 {
+            let q = lock(&store.shared.queue);
+            if q.waiting && q.jobs.is_empty() && !q.busy {
+                return;
+            }
+            drop(q);
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        panic!("the writer did not come to wait for work");
+    }
+
+    /// How many checkpoints another connection to the database sees, once it sees `want` (or
+    /// after ten seconds).
+    fn seen_by_another(url: &str, want: usize) -> usize {
+        let other = SqlStore::open(url).unwrap();
+        let mut seen = 0;
+        for _ in 0..2000 {
+            seen = other
+                .list_checkpoints(&ListFilter::default())
+                .unwrap()
+                .len();
+            if seen >= want {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        seen
+    }
+
+    /// A revision's save does not wake a waiting writer; with no save after it and no read,
+    /// the helper wakes the writer once idle, and other processes see the save.
+    #[test]
+    fn a_save_the_writer_was_not_woken_for_is_written_once_the_helper_is_idle() {
+        let dir = tempfile::tempdir().unwrap();
+        let (store, url) = journaled_in(dir.path());
+        let saved = crate::journal_revision::tests::steps(2);
+        store.save(&saved[0]).unwrap();
+        writer_idle(&store);
+        store.save(&saved[1]).unwrap();
+        assert_eq!(
+            seen_by_another(&url, 2),
+            2,
+            "the second save was never written"
+        );
+        assert!(!lock(&store.shared.queue).deferred);
+    }
+
+    /// With a helper that is never idle, a save the writer was not woken for waits in the
+    /// queue until the next save's helper wakes the writer, or until a read waits for the
+    /// writer: both see it written.
+    #[test]
+    fn the_next_saves_helper_or_a_read_wakes_the_writer_for_a_save_it_was_not_woken_for() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut store, url) = journaled_in(dir.path());
+        store.helper = Helper::start();
+        let saved = crate::journal_revision::tests::steps(4);
+        store.save(&saved[0]).unwrap();
+        writer_idle(&store);
+        store.save(&saved[1]).unwrap();
+        {
+            let q = lock(&store.shared.queue);
+            assert!(q.deferred && q.waiting, "the writer was not woken");
+            assert_eq!(q.jobs.len(), 1);
+        }
+        assert_eq!(
+            SqlStore::open(&url)
+                .unwrap()
+                .list_checkpoints(&ListFilter::default())
+                .unwrap()
+                .len(),
+            1
+        );
+        // The next save's helper wakes the writer for it.
+        store.save(&saved[2]).unwrap();
+        assert!(
+            seen_by_another(&url, 2) >= 2,
+            "the next save's helper did not wake the writer"
+        );
+        // A read waits for the writer, which it wakes (for the third save, when that was
+        // deferred in turn).
+        assert_eq!(store.list(&ListFilter::default()).unwrap().len(), 3);
+        writer_idle(&store);
+        store.save(&saved[3]).unwrap();
+        assert!(lock(&store.shared.queue).deferred);
+        assert_eq!(store.list(&ListFilter::default()).unwrap().len(), 4);
+        all_saved(&store, dir.path(), &url, &saved);
     }
 
     /// The database and the files hold exactly `saved`, and nothing is damaged.

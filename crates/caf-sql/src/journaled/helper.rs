@@ -9,8 +9,9 @@
 //! saving thread: handing it to another thread made each save wait for two wake-ups more,
 //! which cost more than the work (measured: saves twice as long on a 2-vCPU VM).
 
-use std::sync::mpsc;
+use std::sync::mpsc::{self, RecvTimeoutError};
 use std::thread::JoinHandle;
+use std::time::Duration;
 
 type Task = Box<dyn FnOnce() + Send>;
 
@@ -40,14 +41,40 @@ impl<T> Pending<T> {
 
 impl Helper {
     /// A helper; one that runs its tasks on the calling thread when its thread cannot start.
+    #[cfg(test)]
     pub(super) fn start() -> Self {
+        Self::start_with_idle(Duration::MAX, || false)
+    }
+
+    /// A helper that runs `idle` on its thread when no task has come for `after` since the
+    /// last one, and again each `after` while `idle` says so (returns `true`); then it waits
+    /// for the next task as long as it takes. Where the thread cannot start, tasks run on the
+    /// calling thread, and `idle` never.
+    pub(super) fn start_with_idle(
+        after: Duration,
+        idle: impl Fn() -> bool + Send + 'static,
+    ) -> Self {
         let (tasks, queue) = mpsc::channel::<Task>();
         let thread = std::thread::Builder::new()
             .name("caf-journaled-helper".into())
             .spawn(move || {
-                for task in queue {
+                let mut next = queue.recv();
+                'tasks: while let Ok(task) = next {
                     // A task that panics loses its result (its waiter sees it), not the helper.
                     let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(task));
+                    next = loop {
+                        match queue.recv_timeout(after) {
+                            Ok(task) => break Ok(task),
+                            Err(RecvTimeoutError::Timeout) => {
+                                let again =
+                                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(&idle));
+                                if !matches!(again, Ok(true)) {
+                                    break queue.recv();
+                                }
+                            }
+                            Err(RecvTimeoutError::Disconnected) => break 'tasks,
+                        }
+                    };
                 }
             })
             .ok();
@@ -105,5 +132,42 @@ mod tests {
         assert_eq!(first.wait(), Some(true), "ran on another thread");
         assert_eq!(panicked.wait(), None);
         assert_eq!(after.wait(), Some(7), "the helper goes on");
+    }
+
+    #[test]
+    fn the_idle_work_runs_after_a_task_when_no_other_comes_and_again_while_it_asks() {
+        let (idled, idles) = mpsc::channel();
+        let again = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let more = std::sync::Arc::clone(&again);
+        let helper = Helper::start_with_idle(Duration::from_millis(1), move || {
+            let _ = idled.send(std::thread::current().name().map(str::to_owned));
+            // Asks to be run again this many times.
+            more.fetch_sub(1, std::sync::atomic::Ordering::SeqCst) > 0
+        });
+        assert!(
+            idles.recv_timeout(Duration::from_millis(50)).is_err(),
+            "not before a task"
+        );
+        assert_eq!(helper.run(|| 1).wait(), Some(1));
+        let on = idles
+            .recv_timeout(Duration::from_secs(10))
+            .expect("idle work after a task");
+        assert_eq!(on.as_deref(), Some("caf-journaled-helper"));
+        assert!(
+            idles.recv_timeout(Duration::from_millis(50)).is_err(),
+            "once per quiet spell"
+        );
+        again.store(2, std::sync::atomic::Ordering::SeqCst);
+        assert_eq!(helper.run(|| 2).wait(), Some(2));
+        for n in 0..3 {
+            assert!(
+                idles.recv_timeout(Duration::from_secs(10)).is_ok(),
+                "idle work {n} after the next task"
+            );
+        }
+        assert!(
+            idles.recv_timeout(Duration::from_millis(50)).is_err(),
+            "run again only while asked"
+        );
     }
 }
