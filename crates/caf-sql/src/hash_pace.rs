@@ -82,6 +82,12 @@ impl HashPace {
         self.append_ns.store(nanos(took), Ordering::Relaxed);
     }
 
+    /// Whether the last append, its flush included, took less than `than` (true before the
+    /// first).
+    pub fn appends_quicker(&self, than: Duration) -> bool {
+        self.append_ns.load(Ordering::Relaxed) < nanos(than)
+    }
+
     /// Records a hash of `bytes` that took `took`.
     pub fn hashed(&self, bytes: usize, took: Duration) {
         if bytes > 0 {

@@ -69,6 +69,11 @@ fn wake_deferred_after_save<F: Fs>(shared: &Shared<F>) -> bool {
 /// deferred job itself.
 const DEFERRED_AT_MOST: std::time::Duration = std::time::Duration::from_millis(1);
 
+/// A save defers waking the writer only when the store's last append took less than this: its
+/// helper's idle wait then ends after the save (not during a long flush, to look again), and
+/// where appends take longer (many agents on one disk) a wake-up is a small part of a save.
+const DEFER_BELOW: std::time::Duration = std::time::Duration::from_micros(500);
+
 struct Shared<F: Fs> {
     hybrid: HybridStore<F>,
     /// The slot's name in the database's `journal_slots` (the store's id and the file's name).
@@ -736,9 +741,10 @@ impl<F: Fs> JournaledStore<F> {
     /// Queues record `number`, journaled, for the writer; keeps its checkpoint as its
     /// execution's next base: the save's summary.
     ///
-    /// A save whose text the helper encoded (`helped`, a revision) does not wake a waiting
-    /// writer: the next save's helper does, during that save's flush (or the helper, once
-    /// idle, [`DEFERRED_AT_MOST`] later; or whoever waits for the writer).
+    /// A save that may `defer` (its text encoded by the helper, which then waits for idle
+    /// work; see [`DEFER_BELOW`]) does not wake a waiting writer: the next save's helper does,
+    /// during that save's flush (or the helper, once idle, [`DEFERRED_AT_MOST`] later; or
+    /// whoever waits for the writer).
     ///
     /// When the writer has [`PLACE_BEHIND`] saves or more queued and `helped`, the save puts
     /// its file in place itself first (not flushed, as the writer would): the writer then has
@@ -755,6 +761,7 @@ impl<F: Fs> JournaledStore<F> {
         number: u64,
         done: Done,
         helped: bool,
+        defer: bool,
     ) -> CheckpointSummary {
         let len = done.text.len();
         let summary = CheckpointSummary::of(&done.owned, len as u64);
@@ -769,7 +776,7 @@ impl<F: Fs> JournaledStore<F> {
         let mut q = lock(&self.shared.queue);
         q.jobs.push_back(job);
         if q.waiting {
-            if helped {
+            if defer {
                 // Woken by the next save's helper while that save's record is flushed, or by
                 // the helper once idle (after [`DEFERRED_AT_MOST`]): waking a thread costs the
                 // waker a few microseconds, which this save would pay after its flush.
@@ -828,18 +835,26 @@ impl<F: Fs> CheckpointStore for JournaledStore<F> {
         let mut checked = Some(checked.map_err(encode_error)?);
         if let Some((record, base)) = revised {
             let mut pending = None;
+            let mut defer = self.shared.pace.appends_quicker(DEFER_BELOW);
             let started = Instant::now();
             let appended = slot.append_then(Kind::Revision, &record, || {
                 if let Some(checked) = checked.take() {
                     let shared = Arc::clone(&self.shared);
-                    pending = Some(self.helper.run(move || {
+                    let task = move || {
                         // The base's memory is given back here, not on the saving thread.
                         drop(base);
                         let text = shared.hybrid.files().encode_checked_unsealed(&checked)?;
                         let done = after_flush(&shared.pace, writer_behind, checked, text);
                         wake_deferred(&shared);
                         Ok(done)
-                    }));
+                    };
+                    pending = Some(if defer {
+                        let (pending, idles) = self.helper.run_then_idle(task);
+                        defer = idles;
+                        pending
+                    } else {
+                        self.helper.run(task)
+                    });
                 }
             });
             let appended = appended.map_err(|e| Error::io(slot.path(), e))?;
@@ -849,7 +864,7 @@ impl<F: Fs> CheckpointStore for JournaledStore<F> {
                     .wait()
                     .unwrap_or_else(|| Err(encode_error(stopped_short())));
                 return match done {
-                    Ok(done) => Ok(self.queue(&slot, &mut bases, number, done, true)),
+                    Ok(done) => Ok(self.queue(&slot, &mut bases, number, done, true, defer)),
                     Err(e) => {
                         // Not saved: not journaled either.
                         slot.withdraw_last(number)
@@ -882,7 +897,7 @@ impl<F: Fs> CheckpointStore for JournaledStore<F> {
             Some(number) => {
                 // After the flush here: hashing now would only add to the save's time.
                 let done = after_flush(&self.shared.pace, false, checked, text);
-                Ok(self.queue(&slot, &mut bases, number, done, false))
+                Ok(self.queue(&slot, &mut bases, number, done, false, false))
             }
             // Larger than the journal: saved as the hybrid store saves (the writer is idle).
             None => hybrid.save_redacted(checked.get(), FileBytes::Unsealed(text)),
@@ -1095,6 +1110,8 @@ mod tests {
         let saved = crate::journal_revision::tests::steps(2);
         store.save(&saved[0]).unwrap();
         writer_idle(&store);
+        // As after a quick flush, whatever this disk's flushes take: the save defers.
+        store.shared.pace.appended(Duration::ZERO);
         store.save(&saved[1]).unwrap();
         assert_eq!(
             seen_by_another(&url, 2),
@@ -1102,6 +1119,26 @@ mod tests {
             "the second save was never written"
         );
         assert!(!lock(&store.shared.queue).deferred);
+    }
+
+    /// After a slow append (many agents on one disk), a save wakes a waiting writer itself.
+    #[test]
+    fn after_a_slow_append_a_save_wakes_the_writer_itself() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut store, url) = journaled_in(dir.path());
+        // A helper never idle: only the save itself can wake the writer.
+        store.helper = Helper::start();
+        let saved = crate::journal_revision::tests::steps(2);
+        store.save(&saved[0]).unwrap();
+        writer_idle(&store);
+        store.shared.pace.appended(DEFER_BELOW);
+        store.save(&saved[1]).unwrap();
+        assert!(!lock(&store.shared.queue).deferred);
+        assert_eq!(
+            seen_by_another(&url, 2),
+            2,
+            "the save did not wake the writer"
+        );
     }
 
     /// With a helper that is never idle, a save the writer was not woken for waits in the
@@ -1115,6 +1152,7 @@ mod tests {
         let saved = crate::journal_revision::tests::steps(4);
         store.save(&saved[0]).unwrap();
         writer_idle(&store);
+        store.shared.pace.appended(Duration::ZERO);
         store.save(&saved[1]).unwrap();
         {
             let q = lock(&store.shared.queue);
@@ -1130,6 +1168,7 @@ mod tests {
             1
         );
         // The next save's helper wakes the writer for it.
+        store.shared.pace.appended(Duration::ZERO);
         store.save(&saved[2]).unwrap();
         assert!(
             seen_by_another(&url, 2) >= 2,
@@ -1139,6 +1178,7 @@ mod tests {
         // deferred in turn).
         assert_eq!(store.list(&ListFilter::default()).unwrap().len(), 3);
         writer_idle(&store);
+        store.shared.pace.appended(Duration::ZERO);
         store.save(&saved[3]).unwrap();
         assert!(lock(&store.shared.queue).deferred);
         assert_eq!(store.list(&ListFilter::default()).unwrap().len(), 4);

@@ -13,7 +13,9 @@ use std::sync::mpsc::{self, RecvTimeoutError};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-type Task = Box<dyn FnOnce() + Send>;
+/// A task, and whether the helper then waits for the next one only so long before it runs
+/// its idle work.
+type Task = (Box<dyn FnOnce() + Send>, bool);
 
 /// Runs tasks on a thread of its own, one after another.
 pub(super) struct Helper {
@@ -47,9 +49,9 @@ impl Helper {
     }
 
     /// A helper that runs `idle` on its thread when no task has come for `after` since the
-    /// last one, and again each `after` while `idle` says so (returns `true`); then it waits
-    /// for the next task as long as it takes. Where the thread cannot start, tasks run on the
-    /// calling thread, and `idle` never.
+    /// last one run by [`Helper::run_then_idle`], and again each `after` while `idle` says so
+    /// (returns `true`); then it waits for the next task as long as it takes. Where the thread
+    /// cannot start, tasks run on the calling thread, and `idle` never.
     pub(super) fn start_with_idle(
         after: Duration,
         idle: impl Fn() -> bool + Send + 'static,
@@ -59,9 +61,13 @@ impl Helper {
             .name("caf-journaled-helper".into())
             .spawn(move || {
                 let mut next = queue.recv();
-                'tasks: while let Ok(task) = next {
+                'tasks: while let Ok((task, then_idle)) = next {
                     // A task that panics loses its result (its waiter sees it), not the helper.
                     let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(task));
+                    if !then_idle {
+                        next = queue.recv();
+                        continue;
+                    }
                     next = loop {
                         match queue.recv_timeout(after) {
                             Ok(task) => break Ok(task),
@@ -89,19 +95,42 @@ impl Helper {
         &self,
         task: impl FnOnce() -> T + Send + 'static,
     ) -> Pending<T> {
+        self.run_idle(task, false)
+    }
+
+    /// [`Helper::run`], then the idle work once no task has come for a while (see
+    /// [`Helper::start_with_idle`]); `false` where the helper has no thread (the idle work is
+    /// not run).
+    pub(super) fn run_then_idle<T: Send + 'static>(
+        &self,
+        task: impl FnOnce() -> T + Send + 'static,
+    ) -> (Pending<T>, bool) {
+        let pending = self.run_idle(task, true);
+        let idles = matches!(pending, Pending::Running(_));
+        (pending, idles)
+    }
+
+    fn run_idle<T: Send + 'static>(
+        &self,
+        task: impl FnOnce() -> T + Send + 'static,
+        then_idle: bool,
+    ) -> Pending<T> {
         let Some(tasks) = &self.tasks else {
             return Pending::Done(
                 std::panic::catch_unwind(std::panic::AssertUnwindSafe(task)).ok(),
             );
         };
         let (done, result) = mpsc::sync_channel(1);
-        let task: Task = Box::new(move || {
-            let _ = done.send(task());
-        });
+        let task: Task = (
+            Box::new(move || {
+                let _ = done.send(task());
+            }),
+            then_idle,
+        );
         match tasks.send(task) {
             Ok(()) => Pending::Running(result),
             // The thread is gone: the task comes back, run here.
-            Err(mpsc::SendError(task)) => {
+            Err(mpsc::SendError((task, _))) => {
                 let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(task));
                 Pending::Done(result.try_recv().ok())
             }
@@ -137,7 +166,7 @@ mod tests {
     #[test]
     fn the_idle_work_runs_after_a_task_when_no_other_comes_and_again_while_it_asks() {
         let (idled, idles) = mpsc::channel();
-        let again = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let again = std::sync::Arc::new(std::sync::atomic::AtomicI32::new(0));
         let more = std::sync::Arc::clone(&again);
         let helper = Helper::start_with_idle(Duration::from_millis(1), move || {
             let _ = idled.send(std::thread::current().name().map(str::to_owned));
@@ -148,7 +177,14 @@ mod tests {
             idles.recv_timeout(Duration::from_millis(50)).is_err(),
             "not before a task"
         );
-        assert_eq!(helper.run(|| 1).wait(), Some(1));
+        assert_eq!(helper.run(|| 0).wait(), Some(0));
+        assert!(
+            idles.recv_timeout(Duration::from_millis(50)).is_err(),
+            "not after a task that asks for none"
+        );
+        let (first, idles_after) = helper.run_then_idle(|| 1);
+        assert!(idles_after);
+        assert_eq!(first.wait(), Some(1));
         let on = idles
             .recv_timeout(Duration::from_secs(10))
             .expect("idle work after a task");
@@ -158,7 +194,7 @@ mod tests {
             "once per quiet spell"
         );
         again.store(2, std::sync::atomic::Ordering::SeqCst);
-        assert_eq!(helper.run(|| 2).wait(), Some(2));
+        assert_eq!(helper.run_then_idle(|| 2).0.wait(), Some(2));
         for n in 0..3 {
             assert!(
                 idles.recv_timeout(Duration::from_secs(10)).is_ok(),
