@@ -114,7 +114,10 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 ///   and flushes the database's log first.
 /// - **Reads see every save made before them**: load, list and the rest first wait until the
 ///   writer has written what was queued. Other processes see a save once the writer has
-///   written it (well under a millisecond later, usually).
+///   written it: a save after a quick flush does not wake the writer itself (waking a thread
+///   would cost it a few microseconds more), the next save's helper does during its own flush,
+///   or the helper does a millisecond after the save when no other comes; a save after a slow
+///   flush wakes the writer itself (see `JournaledStore::queue`).
 /// - **A save the writer could not write** (the disk full, say) is still in the journal: the
 ///   next call tries the journal's saves again, through the hybrid store's own flushed save,
 ///   and returns the error if that fails too. Nothing acknowledged is dropped.

@@ -8,6 +8,10 @@
 //! the helper its own copy of the checkpoint. The flush stays on the
 //! saving thread: handing it to another thread made each save wait for two wake-ups more,
 //! which cost more than the work (measured: saves twice as long on a 2-vCPU VM).
+//!
+//! The helper also wakes the store's writer for the save before (the saving thread does not,
+//! after its flush: see `JournaledStore::queue`), and, when no save comes for a while after
+//! one, runs the store's idle work, which wakes it then.
 
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::thread::JoinHandle;
