@@ -1104,18 +1104,34 @@ mod tests {
         seen
     }
 
+    /// A store in a new directory (with a helper that is never idle unless `helper_idles`)
+    /// that has saved the first of `steps` steps, then, its writer waiting for work and its
+    /// last append as if it took `append`, the second: the directory, the store, its
+    /// database's URL and the steps.
+    fn second_save_after(
+        steps: usize,
+        helper_idles: bool,
+        append: Duration,
+    ) -> (tempfile::TempDir, JournaledStore, String, Vec<Checkpoint>) {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut store, url) = journaled_in(dir.path());
+        if !helper_idles {
+            store.helper = Helper::start();
+        }
+        let saved = crate::journal_revision::tests::steps(steps);
+        store.save(&saved[0]).unwrap();
+        writer_idle(&store);
+        store.shared.pace.appended(append);
+        store.save(&saved[1]).unwrap();
+        (dir, store, url, saved)
+    }
+
     /// A revision's save does not wake a waiting writer; with no save after it and no read,
     /// the helper wakes the writer once idle, and other processes see the save.
     #[test]
     fn a_save_the_writer_was_not_woken_for_is_written_once_the_helper_is_idle() {
-        let dir = tempfile::tempdir().unwrap();
-        let (store, url) = journaled_in(dir.path());
-        let saved = crate::journal_revision::tests::steps(2);
-        store.save(&saved[0]).unwrap();
-        writer_idle(&store);
         // As after a quick flush, whatever this disk's flushes take: the save defers.
-        store.shared.pace.appended(Duration::ZERO);
-        store.save(&saved[1]).unwrap();
+        let (_dir, store, url, _) = second_save_after(2, true, Duration::ZERO);
         assert_eq!(
             seen_by_another(&url, 2),
             2,
@@ -1124,18 +1140,11 @@ mod tests {
         assert!(!lock(&store.shared.queue).deferred);
     }
 
-    /// After a slow append (many agents on one disk), a save wakes a waiting writer itself.
+    /// After a slow append (many agents on one disk), a save wakes a waiting writer itself
+    /// (the helper, never idle, cannot).
     #[test]
     fn after_a_slow_append_a_save_wakes_the_writer_itself() {
-        let dir = tempfile::tempdir().unwrap();
-        let (mut store, url) = journaled_in(dir.path());
-        // A helper never idle: only the save itself can wake the writer.
-        store.helper = Helper::start();
-        let saved = crate::journal_revision::tests::steps(2);
-        store.save(&saved[0]).unwrap();
-        writer_idle(&store);
-        store.shared.pace.appended(DEFER_BELOW);
-        store.save(&saved[1]).unwrap();
+        let (_dir, store, url, _) = second_save_after(2, false, DEFER_BELOW);
         assert!(!lock(&store.shared.queue).deferred);
         assert_eq!(
             seen_by_another(&url, 2),
@@ -1149,14 +1158,7 @@ mod tests {
     /// writer: both see it written.
     #[test]
     fn the_next_saves_helper_or_a_read_wakes_the_writer_for_a_save_it_was_not_woken_for() {
-        let dir = tempfile::tempdir().unwrap();
-        let (mut store, url) = journaled_in(dir.path());
-        store.helper = Helper::start();
-        let saved = crate::journal_revision::tests::steps(4);
-        store.save(&saved[0]).unwrap();
-        writer_idle(&store);
-        store.shared.pace.appended(Duration::ZERO);
-        store.save(&saved[1]).unwrap();
+        let (dir, store, url, saved) = second_save_after(4, false, Duration::ZERO);
         {
             let q = lock(&store.shared.queue);
             assert!(q.deferred && q.waiting, "the writer was not woken");
