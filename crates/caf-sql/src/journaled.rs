@@ -53,8 +53,9 @@ fn wake_deferred<F: Fs>(shared: &Shared<F>) {
     }
 }
 
-/// [`wake_deferred`], unless a save is under way (its slot locked): it may yet defer its job
-/// (its helper's task done, its flush not): whether it woke, or found nothing to wake.
+/// [`wake_deferred`], unless a save is under way (its slot locked), which may yet defer its
+/// job (its helper's task done, its flush not): `true` once done (the writer woken, or nothing
+/// to wake), `false` while a save holds the slot (the helper looks again later).
 fn wake_deferred_after_save<F: Fs>(shared: &Shared<F>) -> bool {
     match shared.slot.try_lock() {
         Err(std::sync::TryLockError::WouldBlock) => false,
