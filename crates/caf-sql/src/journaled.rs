@@ -45,23 +45,30 @@ struct Queue {
     deferred: bool,
 }
 
-/// Wakes the writer for a job queued without waking it ([`Queue::deferred`]).
-fn wake_deferred<F: Fs>(shared: &Shared<F>) {
-    let mut q = lock(&shared.queue);
-    if std::mem::take(&mut q.deferred) {
-        shared.work.notify_one();
+impl Queue {
+    /// Wakes the writer (through `work`) for a job queued without waking it
+    /// ([`Queue::deferred`]).
+    fn wake_deferred(&mut self, work: &Condvar) {
+        if std::mem::take(&mut self.deferred) {
+            work.notify_one();
+        }
     }
 }
 
-/// [`wake_deferred`], unless a save is under way (its slot locked), which may yet defer its
-/// job (its helper's task done, its flush not): `true` once done (the writer woken, or nothing
-/// to wake), `false` while a save holds the slot (the helper looks again later).
-fn wake_deferred_after_save<F: Fs>(shared: &Shared<F>) -> bool {
+/// [`Queue::wake_deferred`].
+fn wake_deferred<F: Fs>(shared: &Shared<F>) {
+    lock(&shared.queue).wake_deferred(&shared.work);
+}
+
+/// The helper's idle work: [`wake_deferred`], unless a save is under way (its slot locked),
+/// which may yet defer its job (its helper's task done, its flush not). Whether to look again
+/// later (a save held the slot).
+fn wake_deferred_unless_saving<F: Fs>(shared: &Shared<F>) -> bool {
     match shared.slot.try_lock() {
-        Err(std::sync::TryLockError::WouldBlock) => false,
+        Err(std::sync::TryLockError::WouldBlock) => true,
         Ok(_) | Err(std::sync::TryLockError::Poisoned(_)) => {
             wake_deferred(shared);
-            true
+            false
         }
     }
 }
@@ -251,7 +258,7 @@ impl<F: Fs> JournaledStore<F> {
             Helper::start_with_idle(DEFERRED_AT_MOST, move || {
                 shared
                     .upgrade()
-                    .is_some_and(|shared| !wake_deferred_after_save(&shared))
+                    .is_some_and(|shared| wake_deferred_unless_saving(&shared))
             })
         };
         Ok(Ok(Self {
@@ -382,9 +389,7 @@ pub(crate) fn apply_left<F: Fs>(hybrid: &HybridStore<F>) -> Result<usize> {
 /// Waits until the queue is empty and the writer idle.
 fn idle<F: Fs>(shared: &Shared<F>) -> MutexGuard<'_, Queue> {
     let mut q = lock(&shared.queue);
-    if std::mem::take(&mut q.deferred) {
-        shared.work.notify_one();
-    }
+    q.wake_deferred(&shared.work);
     while !q.jobs.is_empty() || q.busy {
         q = shared.done.wait(q).unwrap_or_else(|p| p.into_inner());
     }
@@ -852,13 +857,10 @@ impl<F: Fs> CheckpointStore for JournaledStore<F> {
                         wake_deferred(&shared);
                         Ok(done)
                     };
-                    pending = Some(if defer {
-                        let (pending, idles) = self.helper.run_then_idle(task);
-                        defer = idles;
-                        pending
-                    } else {
-                        self.helper.run(task)
-                    });
+                    let running = self.helper.run_idle(task, defer);
+                    // Without a helper thread, nobody would wake the writer later.
+                    defer &= running.on_helper();
+                    pending = Some(running);
                 }
             });
             let appended = appended.map_err(|e| Error::io(slot.path(), e))?;

@@ -36,6 +36,11 @@ pub(super) enum Pending<T> {
 }
 
 impl<T> Pending<T> {
+    /// Whether the task went to the helper's thread (the helper has one).
+    pub(super) fn on_helper(&self) -> bool {
+        matches!(self, Pending::Running(_))
+    }
+
     /// Waits for the task: its result, or `None` if it stopped short (it panicked).
     pub(super) fn wait(self) -> Option<T> {
         match self {
@@ -53,7 +58,7 @@ impl Helper {
     }
 
     /// A helper that runs `idle` on its thread when no task has come for `after` since the
-    /// last one run by [`Helper::run_then_idle`], and again each `after` while `idle` says so
+    /// last one run by [`Helper::run_idle`] with `then_idle`, and again each `after` while `idle` says so
     /// (returns `true`); then it waits for the next task as long as it takes. Where the thread
     /// cannot start, tasks run on the calling thread, and `idle` never.
     pub(super) fn start_with_idle(
@@ -95,6 +100,7 @@ impl Helper {
     }
 
     /// Runs `task` on the helper's thread (on this one if it has none).
+    #[cfg(test)]
     pub(super) fn run<T: Send + 'static>(
         &self,
         task: impl FnOnce() -> T + Send + 'static,
@@ -102,19 +108,10 @@ impl Helper {
         self.run_idle(task, false)
     }
 
-    /// [`Helper::run`], then the idle work once no task has come for a while (see
-    /// [`Helper::start_with_idle`]); `false` where the helper has no thread (the idle work is
-    /// not run).
-    pub(super) fn run_then_idle<T: Send + 'static>(
-        &self,
-        task: impl FnOnce() -> T + Send + 'static,
-    ) -> (Pending<T>, bool) {
-        let pending = self.run_idle(task, true);
-        let idles = matches!(pending, Pending::Running(_));
-        (pending, idles)
-    }
-
-    fn run_idle<T: Send + 'static>(
+    /// [`Helper::run`], then, if `then_idle`, the idle work once no task has come for a while
+    /// (see [`Helper::start_with_idle`]; not where the task ran on the calling thread: see
+    /// [`Pending::on_helper`]).
+    pub(super) fn run_idle<T: Send + 'static>(
         &self,
         task: impl FnOnce() -> T + Send + 'static,
         then_idle: bool,
@@ -186,8 +183,8 @@ mod tests {
             idles.recv_timeout(Duration::from_millis(50)).is_err(),
             "not after a task that asks for none"
         );
-        let (first, idles_after) = helper.run_then_idle(|| 1);
-        assert!(idles_after);
+        let first = helper.run_idle(|| 1, true);
+        assert!(first.on_helper());
         assert_eq!(first.wait(), Some(1));
         let on = idles
             .recv_timeout(Duration::from_secs(10))
@@ -198,7 +195,7 @@ mod tests {
             "once per quiet spell"
         );
         again.store(2, std::sync::atomic::Ordering::SeqCst);
-        assert_eq!(helper.run_then_idle(|| 2).0.wait(), Some(2));
+        assert_eq!(helper.run_idle(|| 2, true).wait(), Some(2));
         for n in 0..3 {
             assert!(
                 idles.recv_timeout(Duration::from_secs(10)).is_ok(),
