@@ -13,7 +13,7 @@
 //! after its flush: see `JournaledStore::queue`), and, when no save comes for a while after
 //! one, runs the store's idle work, which wakes it then.
 
-use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::mpsc::{self, RecvError, RecvTimeoutError};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -50,6 +50,28 @@ impl<T> Pending<T> {
     }
 }
 
+/// The next task from `queue`, running `idle` each `after` that passes without one while
+/// `idle` asks to be run again (returns `true`), then waiting as long as it takes. An error
+/// once the helper is dropped.
+fn next_after_idle(
+    queue: &mpsc::Receiver<Task>,
+    after: Duration,
+    idle: &impl Fn() -> bool,
+) -> Result<Task, RecvError> {
+    loop {
+        match queue.recv_timeout(after) {
+            Ok(task) => return Ok(task),
+            Err(RecvTimeoutError::Timeout) => {
+                let again = std::panic::catch_unwind(std::panic::AssertUnwindSafe(idle));
+                if !matches!(again, Ok(true)) {
+                    return queue.recv();
+                }
+            }
+            Err(RecvTimeoutError::Disconnected) => return Err(RecvError),
+        }
+    }
+}
+
 impl Helper {
     /// A helper; one that runs its tasks on the calling thread when its thread cannot start.
     #[cfg(test)]
@@ -58,9 +80,9 @@ impl Helper {
     }
 
     /// A helper that runs `idle` on its thread when no task has come for `after` since the
-    /// last one run by [`Helper::run_idle`] with `then_idle`, and again each `after` while `idle` says so
-    /// (returns `true`); then it waits for the next task as long as it takes. Where the thread
-    /// cannot start, tasks run on the calling thread, and `idle` never.
+    /// last one run by [`Helper::run_idle`] with `then_idle`, and again each `after` while
+    /// `idle` says so ([`next_after_idle`]). Where the thread cannot start, tasks run on the
+    /// calling thread, and `idle` never.
     pub(super) fn start_with_idle(
         after: Duration,
         idle: impl Fn() -> bool + Send + 'static,
@@ -70,25 +92,13 @@ impl Helper {
             .name("caf-journaled-helper".into())
             .spawn(move || {
                 let mut next = queue.recv();
-                'tasks: while let Ok((task, then_idle)) = next {
+                while let Ok((task, then_idle)) = next {
                     // A task that panics loses its result (its waiter sees it), not the helper.
                     let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(task));
-                    if !then_idle {
-                        next = queue.recv();
-                        continue;
-                    }
-                    next = loop {
-                        match queue.recv_timeout(after) {
-                            Ok(task) => break Ok(task),
-                            Err(RecvTimeoutError::Timeout) => {
-                                let again =
-                                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(&idle));
-                                if !matches!(again, Ok(true)) {
-                                    break queue.recv();
-                                }
-                            }
-                            Err(RecvTimeoutError::Disconnected) => break 'tasks,
-                        }
+                    next = if then_idle {
+                        next_after_idle(&queue, after, &idle)
+                    } else {
+                        queue.recv()
                     };
                 }
             })
