@@ -1407,6 +1407,8 @@ fn bench_prints_figures_and_cleans_up() {
         let v = figures[key].as_f64();
         assert!(v.is_some_and(|v| v > 0.0), "{key}: {report}");
     }
+    // The rows floor is the SQL modes' (it sets their SQL part beside its least cost).
+    assert!(figures.get("rows_floor_us").is_none(), "{report}");
     // Figures are rounded to the nanosecond: no `3547.6079999999997`.
     for (key, v) in figures.as_object().unwrap() {
         if let Some(f) = v.as_f64() {

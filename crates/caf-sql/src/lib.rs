@@ -191,6 +191,8 @@ mod pruned;
 mod queries;
 mod reconnect;
 mod recover;
+#[cfg(all(feature = "sqlite", feature = "test-support"))]
+mod rows_floor;
 pub mod schema;
 #[cfg(all(feature = "postgres", feature = "test-support"))]
 mod scratch;
@@ -214,6 +216,8 @@ pub use measure::TableCounts;
 pub use open::{Access, DeleteError, Location, OpenError, Store};
 pub use queries::{ThoughtRow, ToolCallRow};
 pub use recover::Recovery;
+#[cfg(all(feature = "sqlite", feature = "test-support"))]
+pub use rows_floor::RowsFloor;
 #[cfg(all(feature = "postgres", feature = "test-support"))]
 pub use scratch::ScratchDatabase;
 pub use sql_console::SqlRows;

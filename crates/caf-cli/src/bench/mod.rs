@@ -19,6 +19,7 @@
 mod concurrent;
 mod floor;
 mod peer;
+mod rows_floor;
 mod stats;
 mod workload;
 
@@ -127,6 +128,18 @@ pub struct Figures {
     /// The same, at the last save of each execution, median.
     #[serde(skip_serializing_if = "Option::is_none")]
     rows_after_at_last_us: Option<f64>,
+    /// The SQL modes on SQLite: the rows floor ([`caf_sql::RowsFloor`]), the same workload's
+    /// rows written with the store's own statements into tables without keys or indexes,
+    /// nothing closed or checked, each after a flush, right after the mode: its transaction
+    /// for every save, median: the least the SQL part of a save costs here.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rows_floor_us: Option<f64>,
+    /// The same at save #10 of each execution, median.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rows_floor_at_10_us: Option<f64>,
+    /// The same at the last save of each execution, median.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rows_floor_at_last_us: Option<f64>,
     /// What storing every checkpoint whole would take (the sum of their encodings).
     whole_bytes: u64,
     /// Every append-floor measurement, for the peer's save/floor.
@@ -344,6 +357,19 @@ pub fn run(t: &Target, json: bool, a: &BenchArgs) -> CmdResult {
              its writer thread writes the rows after the save returns: that transaction at \
              save #10 and the last (timed as SQL is)"
         );
+    }
+    for f in &all {
+        if let (Some(every), Some(last)) = (f.rows_floor_us, f.rows_floor_at_last_us) {
+            let at_10 = f
+                .rows_floor_at_10_us
+                .map_or_else(String::new, |a| format!("{a:.0} → "));
+            crate::say!(
+                "{}: rows floor {every:.0} µs ({at_10}{last:.0}): the same rows written with the \
+                 same statements into tables without keys or indexes, nothing closed or \
+                 checked, after a flush; the least a save's SQL part costs here",
+                label(f)
+            );
+        }
     }
     for f in &all {
         if let (Some(wait), Some(hash)) = (f.sync_wait_at_last_us, f.checksum_at_last_us) {

@@ -307,6 +307,13 @@ pub(super) fn measure(
     drop(page_floor);
     let disk_bytes = server_bytes
         .unwrap_or_else(|| dir_bytes(tmp.as_path()).saturating_sub(dir_bytes(&floor_dir)));
+    // The least the same rows cost in SQLite here, after the mode (its store closed).
+    let rows_floor = match mode {
+        Mode::Sqlite | Mode::FilesSqlite => {
+            Some(super::rows_floor::measure(&floor_dir, executions, steps)?)
+        }
+        Mode::Files | Mode::Postgres => None,
+    };
     let opt = |v: &mut Vec<f64>| (!v.is_empty()).then(|| rounded(median(v)));
     Ok(Figures {
         mode,
@@ -337,6 +344,9 @@ pub(super) fn measure(
         rows_after_at_10_us: opt(&mut rows_10),
         rows_after_at_last_us: opt(&mut rows_last),
         flush_us: opt(&mut flushes),
+        rows_floor_us: rows_floor.map(|r| r.all_us),
+        rows_floor_at_10_us: rows_floor.and_then(|r| r.at_10_us),
+        rows_floor_at_last_us: rows_floor.map(|r| r.at_last_us),
         whole_bytes: whole,
         append_floor_samples: append,
         page_floor_samples: page,

@@ -64,6 +64,16 @@ impl<'a> Changes<'a> {
         self.steps.write(conn, ctx).map_err(fail("steps"))
     }
 
+    /// Inserts the new revisions only — no revision is closed, nothing is checked: the rows
+    /// alone, for [`crate::RowsFloor`], in tables that have no keys to close them by.
+    #[cfg(all(feature = "sqlite", feature = "test-support"))]
+    pub fn insert(&self, conn: &mut AnyConnection) -> diesel::QueryResult<()> {
+        self.entries.insert(conn)?;
+        self.thoughts.insert(conn)?;
+        self.tool_calls.insert(conn)?;
+        self.steps.insert(conn)
+    }
+
     /// Makes `tip` (what they were computed against) `new`'s items and entries.
     pub fn apply(&self, tip: &mut Tip, new: &Snapshot) {
         let old = &mut tip.snapshot;

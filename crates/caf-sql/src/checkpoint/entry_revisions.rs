@@ -279,8 +279,15 @@ impl<'a> EntryChanges<'a> {
                 )));
             }
         }
-        insert_rows::<InsertEntries, _>(conn, &self.rows)?;
+        self.insert(conn)?;
         Ok(())
+    }
+
+    /// Inserts the new revisions only, closing nothing (what [`Changes::insert`] measures).
+    ///
+    /// [`Changes::insert`]: crate::checkpoint::changes::Changes::insert
+    pub fn insert(&self, conn: &mut AnyConnection) -> QueryResult<()> {
+        insert_rows::<InsertEntries, _>(conn, &self.rows)
     }
 
     /// Makes `old`'s lists and maps `new`'s (the snapshot they were computed against), copying

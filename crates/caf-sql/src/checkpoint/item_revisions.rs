@@ -283,6 +283,13 @@ impl<'a, K: ItemTable + 'a> ItemChanges<'a, K> {
     /// Writes them, statement by statement (fixed shapes).
     pub fn write(&self, conn: &mut AnyConnection, ctx: ItemContext<'_>) -> QueryResult<()> {
         close_positions::<K::Close>(conn, ctx.line_id, ctx.seq, &[], &self.closed)?;
+        self.insert(conn)
+    }
+
+    /// Inserts the new revisions only, closing nothing (what [`Changes::insert`] measures).
+    ///
+    /// [`Changes::insert`]: crate::checkpoint::changes::Changes::insert
+    pub fn insert(&self, conn: &mut AnyConnection) -> QueryResult<()> {
         insert_rows::<K::Insert, _>(conn, &self.rows)
     }
 

@@ -356,7 +356,7 @@ fn label_rows<'a>(c: &'a Checkpoint, labels: &'a BTreeSet<Cow<'a, str>>) -> Vec<
 }
 
 /// Inserts `c`'s labels and brings its execution's row up to date.
-fn write_labels_and_execution(conn: &mut AnyConnection, c: &Checkpoint) -> Result<()> {
+pub(crate) fn write_labels_and_execution(conn: &mut AnyConnection, c: &Checkpoint) -> Result<()> {
     if !c.metadata.labels.is_empty() {
         let labels = labels_of(c);
         insert_rows::<InsertLabels, _>(conn, &label_rows(c, &labels))
