@@ -16,9 +16,10 @@
 //! - the differences from the execution's previous checkpoint, and every value's text, are
 //!   computed before the transaction starts, outside the time measured.
 //!
-//! No store that keeps these rows in SQLite writes them for less, so a save's SQL part cannot
-//! be made cheaper than the floor measured in the same run: that is what the floor is for.
-//! The database it writes is scratch, good for nothing else.
+//! A store that writes these rows through these statements cannot take less, and one that can
+//! also find them again (by id, by line, by time) takes more: a save's SQL part is not made
+//! cheaper than the floor measured in the same run, which is what the floor is for. The
+//! database it writes is scratch, good for nothing else.
 
 use crate::checkpoint::changes::Changes;
 use crate::checkpoint::checkpoint_row::{CheckpointRow, Place};
