@@ -307,12 +307,13 @@ pub(super) fn measure(
     drop(page_floor);
     let disk_bytes = server_bytes
         .unwrap_or_else(|| dir_bytes(tmp.as_path()).saturating_sub(dir_bytes(&floor_dir)));
-    // The least the same rows cost in SQLite here, after the mode (its store closed).
-    let rows_floor = match mode {
-        Mode::Sqlite | Mode::FilesSqlite => {
+    // The least the same rows cost in SQLite here, after the mode (its store closed); once per
+    // mode, not again for its async run, whose rows are the same.
+    let rows_floor = match (mode, durability) {
+        (Mode::Sqlite | Mode::FilesSqlite, Durability::Sync) => {
             Some(super::rows_floor::measure(&floor_dir, executions, steps)?)
         }
-        Mode::Files | Mode::Postgres => None,
+        _ => None,
     };
     let opt = |v: &mut Vec<f64>| (!v.is_empty()).then(|| rounded(median(v)));
     Ok(Figures {
