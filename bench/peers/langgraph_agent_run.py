@@ -37,6 +37,13 @@ reports it.
 Prints one JSON object on stdout: median / mean / p95 microseconds per
 operation, the SQLite settings, the package versions, E and S.
 
+  --page-floor: after each save (untimed), one 4 KiB page appended into a
+  preallocated file and its fdatasync, timed apart and reported as
+  page_floor_us: caf bench's page floor (crates/caf-cli/src/bench/floor.rs),
+  measured in the peer's own loop, so that its save can be set beside the
+  disk it ran on (the flush moves from minute to minute), and so that its
+  saves, as caf's, each follow a flush. Sync saves only.
+
   --async: LangGraph's durability="async": each `put` is handed to one background
   thread (in order, as LangGraph's loop chains them); the hand-over is timed, and
   the time to drain the queue after the last save is reported as drain_us.
@@ -253,7 +260,39 @@ def dir_bytes(d):
     return total
 
 
-def single(executions, steps, scratch, background=False):
+class PageFloor:
+    """caf bench's page floor: one 4 KiB page appended into a file whose blocks are already
+    written and flushed (so that `fdatasync` has no metadata to write), then one `fdatasync`;
+    the file is reused from its start when full."""
+
+    SIZE = 16 << 20
+    PAGE = 4096
+
+    def __init__(self, path):
+        self.fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+        zeros = bytes(self.PAGE)
+        for at in range(0, self.SIZE, self.PAGE):
+            os.pwrite(self.fd, zeros, at)
+        os.fsync(self.fd)
+        self.at = 0
+        self.page = b"\x5a" * self.PAGE
+
+    def append(self):
+        """Appends a page and flushes it: the microseconds that took."""
+        if self.at + self.PAGE > self.SIZE:
+            self.at = 0
+        t0 = time.perf_counter()
+        os.pwrite(self.fd, self.page, self.at)
+        os.fdatasync(self.fd)
+        us = us_since(t0)
+        self.at += self.PAGE
+        return us
+
+    def close(self):
+        os.close(self.fd)
+
+
+def single(executions, steps, scratch, background=False, page_floor=False):
     tmp = tempfile.mkdtemp(prefix=".caf-peer-langgraph-", dir=scratch)
     try:
         conn = connect(os.path.join(tmp, "langgraph.db"))
@@ -269,6 +308,8 @@ def single(executions, steps, scratch, background=False):
         # times its own.
         pool = ThreadPoolExecutor(max_workers=1) if background else None
         pending = []
+        floor = PageFloor(os.path.join(tmp, "page.bin")) if page_floor and not background else None
+        pages = []
         for e in range(executions):
             agent = Agent(f"bench-agent-{e}")
             agents.append(agent)
@@ -280,6 +321,8 @@ def single(executions, steps, scratch, background=False):
                     out = saver.put(config, ck, metadata, new_versions)
                     save.append(us_since(t0))
                     agent.parent = out["configurable"]["checkpoint_id"]
+                    if floor is not None:
+                        pages.append(floor.append())
                 else:
                     pending.append(pool.submit(saver.put, config, ck, metadata, new_versions))
                     save.append(us_since(t0))
@@ -324,10 +367,17 @@ def single(executions, steps, scratch, background=False):
         ).fetchone()
         last_bytes = blob
         conn.close()
+        if floor is not None:
+            floor.close()
+            os.remove(os.path.join(tmp, "page.bin"))
         disk = dir_bytes(tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     s, r, li = stats(save), stats(restore), stats(listing)
+    floor_figures = {}
+    if pages:
+        pf = stats(pages)
+        floor_figures = {"page_floor_us": pf["median"], "page_floor_mean_us": pf["mean"]}
     return {
         "peer": "langgraph",
         "saver": "SqliteSaver",
@@ -352,6 +402,7 @@ def single(executions, steps, scratch, background=False):
         "sqlite": settings,
         "packages": versions(),
         "python": platform.python_version(),
+        **floor_figures,
     }
 
 
@@ -462,6 +513,11 @@ def main():
         action="store_true",
         help="LangGraph's async durability: each put on a background thread, in order",
     )
+    ap.add_argument(
+        "--page-floor",
+        action="store_true",
+        help="after each sync save (untimed), time one 4 KiB append and its fdatasync",
+    )
     ap.add_argument("--concurrent", type=int, metavar="N", help="N processes, one SQLite file")
     ap.add_argument("--saves", type=int, default=250, metavar="K", help="saves per process")
     a = ap.parse_args()
@@ -472,7 +528,7 @@ def main():
     else:
         if a.executions < 1 or a.steps < 1:
             ap.error("--executions and --steps must be at least 1")
-        report = single(a.executions, a.steps, a.scratch, a.background)
+        report = single(a.executions, a.steps, a.scratch, a.background, a.page_floor)
     json.dump(report, sys.stdout)
     sys.stdout.write("\n")
 

@@ -1,6 +1,7 @@
 //! `caf bench --peer langgraph` without the peer's venv: one error line that says how to set it
-//! up, exit 1, before anything is measured. (The peer itself is never run here: CI has no
-//! LangGraph, and timings are not tested.)
+//! up, exit 1, before anything is measured; with a stand-in for the peer, how its report is set
+//! beside caf's figures. (The peer itself is never run here: CI has no LangGraph, and timings
+//! are not tested.)
 //!
 //! The harness is [`caf_tests::cli`].
 
@@ -50,4 +51,109 @@ fn bench_peer_names_only_known_peers() {
     let sb = Sandbox::new();
     let out = sb.caf(&["bench", "--peer", "carrier-pigeon"]).fails(2);
     assert!(out.err().contains("carrier-pigeon"), "{}", out.describe());
+}
+
+/// A stand-in for the peer's venv and script: its "python" prints a fixed report (a save of
+/// 1,000 µs), with a page floor of 400 µs when asked for one (`--page-floor`) unless
+/// `FAKE_PEER_NO_FLOOR` is set (a script from before the page floor).
+fn fake_peer(sb: &Sandbox) -> std::path::PathBuf {
+    let peers = sb.path().join("peers");
+    let bin = peers.join(".venv").join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::fs::write(peers.join("langgraph_agent_run.py"), "# not run\n").unwrap();
+    let python = bin.join("python");
+    std::fs::write(
+        &python,
+        r#"#!/bin/sh
+floor=""
+for a in "$@"; do
+  if [ "$a" = "--page-floor" ] && [ -z "$FAKE_PEER_NO_FLOOR" ]; then floor=', "page_floor_us": 400.0'; fi
+done
+echo "{\"save_us\": 1000.0, \"restore_us\": 300.0, \"list_us\": 20000.0, \"packages\": {\"langgraph-checkpoint-sqlite\": \"0.0.0-fake\"}, \"sqlite\": {\"version\": \"3\", \"journal_mode\": \"wal\", \"synchronous\": \"FULL\"}$floor}"
+"#,
+    )
+    .unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&python, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    peers
+}
+
+/// Each side's save over the page floor of its own loop, and their ratio: the save ratio with
+/// the disk's speed while each side ran divided out.
+#[cfg(unix)]
+#[test]
+fn bench_peer_sets_each_save_beside_the_page_floor_of_its_own_loop() {
+    let sb = Sandbox::new();
+    let peers = fake_peer(&sb);
+    let scratch = sb.path().join("scratch");
+    std::fs::create_dir(&scratch).unwrap();
+    let args = [
+        "--json",
+        "--dir",
+        "store",
+        "bench",
+        "--peer",
+        "langgraph",
+        "--mode",
+        "files+sqlite",
+        "--executions",
+        "1",
+        "--steps",
+        "12",
+        "--scratch",
+        s(&scratch),
+    ];
+    let close = |a: f64, b: f64| (a - b).abs() <= 1e-5 * b.abs().max(1.0);
+    let out = sb
+        .caf_plain(&args, &[("CAF_PEER_DIR", s(&peers))])
+        .ok()
+        .json();
+    let caf = &out["caf"][0];
+    let (save, page) = (
+        caf["save_us"].as_f64().unwrap(),
+        caf["page_floor_us"].as_f64().unwrap(),
+    );
+    assert_eq!(out["peer_page_floor_us"].as_f64(), Some(400.0), "{out}");
+    // Half of 1,000 µs is 1.25 page floors of 400 µs.
+    assert_eq!(
+        out["peer_half_save_over_page_floor"].as_f64(),
+        Some(1.25),
+        "{out}"
+    );
+    let r = &out["ratios"][0];
+    assert!(
+        close(r["save_over_page_floor"].as_f64().unwrap(), save / page),
+        "{out}"
+    );
+    assert!(
+        close(
+            r["save_in_page_floors"].as_f64().unwrap(),
+            save / page / 2.5
+        ),
+        "{out}"
+    );
+    // A peer that reports no page floor: its save is set beside caf's.
+    let out = sb
+        .caf_plain(
+            &args,
+            &[("CAF_PEER_DIR", s(&peers)), ("FAKE_PEER_NO_FLOOR", "1")],
+        )
+        .ok()
+        .json();
+    assert!(out.get("peer_page_floor_us").is_none(), "{out}");
+    assert!(
+        out["ratios"][0].get("save_in_page_floors").is_none(),
+        "{out}"
+    );
+    let pooled = out["page_floor_us"].as_f64().unwrap();
+    assert!(
+        close(
+            out["peer_half_save_over_page_floor"].as_f64().unwrap(),
+            500.0 / pooled
+        ),
+        "{out}"
+    );
 }
