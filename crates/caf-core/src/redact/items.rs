@@ -59,11 +59,22 @@ impl RedactionRules {
     /// Progress with its secrets replaced (step results, plan parameters, results,
     /// descriptions and errors, the task, the last error); `None` if it holds none.
     pub fn redact_progress(&self, p: &Progress) -> Option<(Progress, u64)> {
+        let steps = redact_each(&p.completed_steps, |s| self.completed_step(s));
+        let plan = redact_each(&p.plan, |s| self.plan_step(s));
+        self.redact_progress_with(p, steps, plan)
+    }
+
+    /// [`RedactionRules::redact_progress`] given what redaction makes of its completed steps
+    /// and of its plan, found already (by a [`super::Redactor`] that remembers them).
+    pub(super) fn redact_progress_with(
+        &self,
+        p: &Progress,
+        steps: Option<(Vec<CompletedStep>, u64)>,
+        plan: Option<(Vec<PlanStep>, u64)>,
+    ) -> Option<(Progress, u64)> {
         let mut out = None;
         let mut n = 0;
-        let steps = redact_each(&p.completed_steps, |s| self.completed_step(s));
         apply(p, &mut out, &mut n, steps, |o, v| o.completed_steps = v);
-        let plan = redact_each(&p.plan, |s| self.plan_step(s));
         apply(p, &mut out, &mut n, plan, |o, v| o.plan = v);
         let task = p.task.as_deref().and_then(|t| self.redact_text(t));
         apply(p, &mut out, &mut n, task, |o, v| o.task = Some(v));
@@ -79,14 +90,17 @@ impl RedactionRules {
         out.map(|o| (o, n))
     }
 
-    fn completed_step(&self, s: &CompletedStep) -> Option<(CompletedStep, u64)> {
+    /// A completed step with its secrets replaced (its result); `None` if it holds none.
+    pub(super) fn completed_step(&self, s: &CompletedStep) -> Option<(CompletedStep, u64)> {
         let (result, n) = self.redact_value(s.result.as_ref()?)?;
         let mut out = s.clone();
         out.result = Some(result);
         Some((out, n))
     }
 
-    fn plan_step(&self, s: &PlanStep) -> Option<(PlanStep, u64)> {
+    /// A plan step with its secrets replaced (parameters, result, description, error); `None`
+    /// if it holds none.
+    pub(super) fn plan_step(&self, s: &PlanStep) -> Option<(PlanStep, u64)> {
         let mut out = None;
         let mut n = 0;
         let parameters = self.redact_object(&s.parameters);

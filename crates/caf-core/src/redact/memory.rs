@@ -1,12 +1,12 @@
 //! What a [`super::Redactor`] remembers of the items it has looked at, per execution, so that a
-//! save does not scan the whole history again: a thought, tool call, history entry or variable
-//! equal to the copy remembered at its place is known (clean, or redacted as remembered)
-//! without a scan. A comparison costs far less than a scan (for a thought or a tool call, the
-//! very item remembered is known by its pointer: see [`crate::format::same`]); only new or
-//! changed items are scanned. The same idea as the encoder's spliced text
-//! (`format/encoder.rs`).
+//! save does not scan the whole history again: a thought, tool call, history entry, variable,
+//! completed step or plan step equal to the copy remembered at its place is known (clean, or
+//! redacted as remembered) without a scan. A comparison costs far less than a scan (for a
+//! thought or a tool call, the very item remembered is known by its pointer: see
+//! [`crate::format::same`]); only new or changed items are scanned. The same idea as the
+//! encoder's spliced text (`format/encoder.rs`).
 
-use crate::format::{Thought, ToolCall};
+use crate::format::{CompletedStep, PlanStep, Thought, ToolCall};
 use crate::id::ExecutionId;
 use serde_json::Value;
 use std::collections::{HashMap, VecDeque};
@@ -24,6 +24,18 @@ impl<T: PartialEq> Same for Arc<T> {
 }
 
 impl Same for Value {
+    fn same(&self, other: &Self) -> bool {
+        self == other
+    }
+}
+
+impl Same for CompletedStep {
+    fn same(&self, other: &Self) -> bool {
+        self == other
+    }
+}
+
+impl Same for PlanStep {
     fn same(&self, other: &Self) -> bool {
         self == other
     }
@@ -147,6 +159,8 @@ pub(super) struct Execution {
     pub variables: HashMap<String, Seen<Value>>,
     pub state: HashMap<String, Seen<Value>>,
     pub results: HashMap<String, Seen<Value>>,
+    pub steps: Vec<Option<Seen<CompletedStep>>>,
+    pub plan: Vec<Option<Seen<PlanStep>>>,
 }
 
 /// The executions remembered, least recently redacted first dropped.

@@ -152,11 +152,15 @@ impl Redactor {
         let results = memory::members(&mut seen.results, &s.tool_state.results, |_, v| {
             rules.redact_value(v)
         });
+        let steps = memory::list(&mut seen.steps, &s.progress.completed_steps, |st| {
+            rules.completed_step(st)
+        });
+        let plan = memory::list(&mut seen.plan, &s.progress.plan, |st| rules.plan_step(st));
         self.memory
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .put(exec, seen);
-        let progress = rules.redact_progress(&s.progress);
+        let progress = rules.redact_progress_with(&s.progress, steps, plan);
         let description = c
             .metadata
             .description

@@ -159,8 +159,8 @@ fn the_count_reads_only_a_non_negative_integer() {
 }
 
 /// The memory never changes the outcome: a redactor that has seen the earlier checkpoints of
-/// an execution gives what a fresh one gives, as items are added, completed, changed and
-/// removed.
+/// an execution gives what a fresh one gives, as items (thoughts, tool calls, variables,
+/// history, completed steps, plan steps) are added, completed, changed and removed.
 #[test]
 fn remembering_gives_what_a_fresh_scan_gives() {
     let remembering = Redactor::new(RedactionRules::new());
@@ -172,6 +172,7 @@ fn remembering_gives_what_a_fresh_scan_gives() {
             Timestamp::from_micros(1_767_000_000_000_000),
         )),
     );
+    s.set_plan((0..12).map(|i| format!("do-{i}")));
     for step in 0..12u64 {
         let content = match step % 3 {
             0 => format!("step {step} uses {}", secret("jwt")),
@@ -193,6 +194,11 @@ fn remembering_gives_what_a_fresh_scan_gives() {
             },
         );
         s.push_history(json!(format!("h{step}")));
+        s.complete_step(Some(if step % 3 == 2 {
+            json!({"api_key": "k"})
+        } else {
+            json!(step)
+        }));
         let mut c = Checkpoint::new(
             CheckpointId::new(format!("ckpt_{step}")).unwrap(),
             s.execution_id().clone(),
@@ -201,7 +207,18 @@ fn remembering_gives_what_a_fresh_scan_gives() {
             CheckpointReason::StepCompleted,
         );
         c.snapshot = s.snapshot().clone();
+        c.snapshot.progress.plan = (0..=step)
+            .map(|k| {
+                let mut p = PlanStep::new(format!("p{k}"));
+                if k % 3 == 0 {
+                    p.description = Some(format!("uses {}", secret("github_token")));
+                }
+                p
+            })
+            .collect();
         if step == 7 {
+            c.snapshot.progress.plan[0].description = Some("no secret now".into());
+            c.snapshot.progress.completed_steps.remove(1);
             Arc::make_mut(&mut c.snapshot.thought_chain.thoughts[0]).content =
                 "revised, no secret".into();
             c.snapshot.tool_state.calls.remove(1);
