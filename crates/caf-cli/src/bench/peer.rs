@@ -305,7 +305,7 @@ impl<'a> SideBySide<'a> {
         let floor = pooled(|f| &f.append_floor_samples);
         let page_floor = pooled(|f| &f.page_floor_samples);
         let peer_page_floor = peer.page_floor_us.filter(|p| *p > 0.0);
-        let peer_in_page_floors = peer.save_us / peer_page_floor.unwrap_or(page_floor).max(0.001);
+        let peer_in_page_floors = ratio(peer.save_us, peer_page_floor.unwrap_or(page_floor));
         let ratios = caf
             .iter()
             .map(|f| {
@@ -321,6 +321,7 @@ impl<'a> SideBySide<'a> {
                     (Durability::Async, Some(a)) => (a, false),
                     _ => (peer, peer.durable()),
                 };
+                let save_over_page_floor = ratio(f.save_us, f.page_floor_us);
                 Ratio {
                     mode: f.mode,
                     durable,
@@ -330,14 +331,10 @@ impl<'a> SideBySide<'a> {
                     restore: ratio(f.restore_us, peer.restore_us),
                     list: ratio(f.list_us, peer.list_us),
                     save_over_floor: ratio(f.save_us, f.append_floor_us),
-                    save_over_page_floor: ratio(f.save_us, f.page_floor_us),
-                    save_in_page_floors: match (f.durability, peer_page_floor) {
-                        (Durability::Sync, Some(_)) => Some(ratio(
-                            f.save_us / f.page_floor_us.max(0.001),
-                            peer_in_page_floors,
-                        )),
-                        _ => None,
-                    },
+                    save_over_page_floor,
+                    save_in_page_floors: (f.durability == Durability::Sync
+                        && peer_page_floor.is_some())
+                    .then(|| ratio(save_over_page_floor, peer_in_page_floors)),
                 }
             })
             .collect();
