@@ -8,6 +8,12 @@
 //! redaction on and off. The same again on a variant in which every tenth step leaves a secret
 //! (an API key in a tool result, a password variable), so that those saves write a redacted
 //! copy. Prints medians in microseconds, overall and at the median and the largest size.
+//!
+//! The store's redactor is timed three more ways, since a save in `caf bench` follows a flush
+//! and runs on a core that other threads' work and the wait have left cold: each call after a
+//! 250 µs sleep, after a 4 KiB page appended and flushed (as the bench's page floor does), and
+//! after 8 MiB written through the core's caches; and so is a copy of the checkpoint after a
+//! flush (what a store that keeps its own copy pays for it).
 
 #![allow(clippy::unwrap_used, clippy::print_stdout)]
 
@@ -19,7 +25,8 @@ use caf_core::{
     MemoryStore, RuntimeState,
 };
 use serde_json::json;
-use std::time::Instant;
+use std::io::Write;
+use std::time::{Duration, Instant};
 
 const STEPS: usize = 100;
 
@@ -61,6 +68,70 @@ fn each(cps: &[Checkpoint], mut f: impl FnMut(&Checkpoint)) -> Vec<f64> {
             start.elapsed().as_secs_f64() * 1e6
         })
         .collect()
+}
+
+/// Microseconds of `f` on each checkpoint, `before` run untimed before each.
+fn each_after(
+    cps: &[Checkpoint],
+    mut before: impl FnMut(),
+    mut f: impl FnMut(&Checkpoint),
+) -> Vec<f64> {
+    cps.iter()
+        .map(|c| {
+            before();
+            let start = Instant::now();
+            f(c);
+            start.elapsed().as_secs_f64() * 1e6
+        })
+        .collect()
+}
+
+/// The store's redactor, and a copy of the checkpoint, on a cold core (see the module docs).
+fn cold(cps: &[Checkpoint]) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut page = std::fs::File::create(dir.path().join("floor")).unwrap();
+    let mut flush = || {
+        page.write_all(&[0x5a; 4096]).unwrap();
+        page.sync_data().unwrap();
+    };
+    let slept = Redactor::default();
+    report(
+        "the same, each after a 250 us sleep",
+        &each_after(cps, || std::thread::sleep(Duration::from_micros(250)), |c| {
+            std::hint::black_box(slept.redact(c));
+        }),
+    );
+    let flushed = Redactor::default();
+    report(
+        "the same, each after a page flushed",
+        &each_after(cps, &mut flush, |c| {
+            std::hint::black_box(flushed.redact(c));
+        }),
+    );
+    let mut sweep = vec![0u8; 8 << 20];
+    let swept = Redactor::default();
+    report(
+        "the same, each after 8 MiB written",
+        &each_after(
+            cps,
+            || {
+                // One byte per cache line: every line of the buffer passes through the caches.
+                for line in sweep.chunks_mut(64) {
+                    line[0] = line[0].wrapping_add(1);
+                }
+                std::hint::black_box(&sweep);
+            },
+            |c| {
+                std::hint::black_box(swept.redact(c));
+            },
+        ),
+    );
+    report(
+        "checkpoint copied, after a page flushed",
+        &each_after(cps, &mut flush, |c| {
+            std::hint::black_box(c.clone());
+        }),
+    );
 }
 
 /// `median all | median at step 50 | median at step 100`.
@@ -134,6 +205,7 @@ fn main() {
                 std::hint::black_box(kept.redact(c));
             }),
         );
+        cold(&cps);
         // Five rounds alternating the two modes, so that both see the same machine; each
         // save's best time over the rounds (a shared machine adds noise, never speed).
         let best = |acc: Option<Vec<f64>>, run: Vec<f64>| -> Option<Vec<f64>> {
