@@ -157,3 +157,116 @@ fn bench_peer_sets_each_save_beside_the_page_floor_of_its_own_loop() {
         "{out}"
     );
 }
+
+/// `--rounds N`: caf and the peer measured N times, alternately, each round's report as one
+/// run's, and each ratio's median, least and greatest over the rounds.
+#[cfg(unix)]
+#[test]
+fn bench_peer_rounds_alternate_and_give_each_ratio_its_spread() {
+    let sb = Sandbox::new();
+    let peers = fake_peer(&sb);
+    let scratch = sb.path().join("scratch");
+    std::fs::create_dir(&scratch).unwrap();
+    let args = |json: bool| {
+        let mut v = vec![
+            "--dir",
+            "store",
+            "bench",
+            "--peer",
+            "langgraph",
+            "--rounds",
+            "3",
+            "--mode",
+            "files",
+            "--mode",
+            "sqlite",
+            "--executions",
+            "1",
+            "--steps",
+            "4",
+            "--scratch",
+            s(&scratch),
+        ];
+        if json {
+            v.insert(0, "--json");
+        }
+        v
+    };
+    let out = sb
+        .caf_plain(&args(true), &[("CAF_PEER_DIR", s(&peers))])
+        .ok()
+        .json();
+    let rounds = out["rounds"].as_array().unwrap();
+    assert_eq!(rounds.len(), 3, "{out}");
+    let order: Vec<(u64, bool)> = rounds
+        .iter()
+        .map(|r| {
+            (
+                r["round"].as_u64().unwrap(),
+                r["peer_first"].as_bool().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(order, [(1, false), (2, true), (3, false)], "{out}");
+    let spread = out["spread"].as_array().unwrap();
+    let modes: Vec<&str> = spread.iter().map(|m| m["mode"].as_str().unwrap()).collect();
+    assert_eq!(modes, ["files", "sqlite"], "{out}");
+    for (i, m) in spread.iter().enumerate() {
+        for key in ["save", "save_in_page_floors", "restore", "list"] {
+            // The round's own ratios, sorted: the spread is their middle, least and greatest.
+            let mut each: Vec<f64> = rounds
+                .iter()
+                .map(|r| r["ratios"][i][key].as_f64().unwrap())
+                .collect();
+            each.sort_by(f64::total_cmp);
+            assert_eq!(m[key]["min"].as_f64(), Some(each[0]), "{key}: {out}");
+            assert_eq!(m[key]["median"].as_f64(), Some(each[1]), "{key}: {out}");
+            assert_eq!(m[key]["max"].as_f64(), Some(each[2]), "{key}: {out}");
+        }
+    }
+    // Every round's peer reported half of 1,000 µs over a page floor of 400.
+    let half = &out["peer_half_save_over_page_floor"];
+    assert_eq!(half["median"].as_f64(), Some(1.25), "{out}");
+    assert_eq!(
+        (half["min"].as_f64(), half["max"].as_f64()),
+        (Some(1.25), Some(1.25))
+    );
+    // The tables: every round and mode, then the spread.
+    let out = sb
+        .caf_plain(&args(false), &[("CAF_PEER_DIR", s(&peers))])
+        .ok();
+    let text = out.out();
+    assert!(text.contains("3 rounds side by side"), "{}", out.describe());
+    assert!(text.contains("over the rounds"), "{}", out.describe());
+    assert_eq!(
+        text.lines().filter(|l| l.contains("sqlite")).count(),
+        4,
+        "a row per round and one in the spread: {}",
+        out.describe()
+    );
+    // Nothing left behind: each round's stores, and the run's scratch directory, are removed.
+    assert_eq!(std::fs::read_dir(&scratch).unwrap().count(), 0);
+}
+
+#[test]
+fn bench_rounds_need_a_peer_and_the_single_agent_workload() {
+    let sb = Sandbox::new();
+    let out = sb.caf(&["bench", "--rounds", "3"]).fails(2);
+    assert!(out.err().contains("--peer"), "{}", out.describe());
+    let out = sb
+        .caf(&[
+            "bench",
+            "--peer",
+            "langgraph",
+            "--rounds",
+            "3",
+            "--concurrent",
+            "2",
+        ])
+        .fails(2);
+    assert!(out.err().contains("--concurrent"), "{}", out.describe());
+    let out = sb
+        .caf(&["bench", "--peer", "langgraph", "--rounds", "0"])
+        .fails(2);
+    assert!(out.err().contains("--rounds"), "{}", out.describe());
+}

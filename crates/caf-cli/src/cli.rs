@@ -544,6 +544,13 @@ pub struct BenchArgs {
     /// bench/peers/setup.sh creates (env CAF_PEER_DIR: another bench/peers directory).
     #[arg(long, value_enum)]
     pub peer: Option<crate::bench::Peer>,
+    /// With --peer: measure caf's modes and the peer N times, alternately (caf first in the
+    /// odd rounds, the peer first in the even ones), each round in a scratch directory of its
+    /// own, and print every round's ratios and their median, least and greatest over the
+    /// rounds (an odd N gives a true median).
+    #[arg(long, value_name = "N", default_value_t = 1, requires = "peer", conflicts_with = "concurrent",
+          value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub rounds: u32,
 
     /// Also measure the files modes with this durability (repeatable): `async` saves return
     /// once encoded and a background writer writes them in order; `sync` is always measured

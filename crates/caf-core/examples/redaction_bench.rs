@@ -97,9 +97,13 @@ fn cold(cps: &[Checkpoint]) {
     let slept = Redactor::default();
     report(
         "the same, each after a 250 us sleep",
-        &each_after(cps, || std::thread::sleep(Duration::from_micros(250)), |c| {
-            std::hint::black_box(slept.redact(c));
-        }),
+        &each_after(
+            cps,
+            || std::thread::sleep(Duration::from_micros(250)),
+            |c| {
+                std::hint::black_box(slept.redact(c));
+            },
+        ),
     );
     let flushed = Redactor::default();
     report(

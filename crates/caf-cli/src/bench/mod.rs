@@ -19,6 +19,7 @@
 mod concurrent;
 mod floor;
 mod peer;
+mod rounds;
 mod rows_floor;
 mod stats;
 mod workload;
@@ -31,7 +32,7 @@ use anstyle::Style;
 use concurrent::{ConcurrentFigures, ConcurrentFloor, ConcurrentReport};
 use floor::FloorKind;
 pub use peer::Peer;
-use peer::{print_side_by_side, PeerRun, SideBySide};
+use peer::{print_side_by_side, PeerFigures, PeerRun, SideBySide};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 use workload::{measure, sql_failure};
@@ -229,60 +230,17 @@ pub fn run(t: &Target, json: bool, a: &BenchArgs) -> CmdResult {
     if let Some(n) = a.concurrent {
         return run_concurrent(&modes, n, a.saves, &scratch, pg, peer.as_ref(), json);
     }
-    let mut all = Vec::new();
-    for mode in modes {
-        if !json {
-            eprintln!(
-                "measuring {}: {} x {} …",
-                mode_name(mode),
-                output::count(a.executions, "execution"),
-                output::count(a.steps, "step")
-            );
-        }
-        all.push(with_scratch_db(mode, pg, |pg| {
-            measure(mode, Durability::Sync, &scratch, a.executions, a.steps, pg)
-        })?);
-        if a.durability.contains(&Durability::Async) {
-            if !matches!(mode, Mode::Files | Mode::FilesSqlite) {
-                output::warn_line(&format!(
-                    "--durability async: {} is measured in sync mode only",
-                    mode_name(mode)
-                ));
-                continue;
-            }
-            if !json {
-                eprintln!("measuring {} (async) …", mode_name(mode));
-            }
-            all.push(measure(
-                mode,
-                Durability::Async,
-                &scratch,
-                a.executions,
-                a.steps,
-                pg,
-            )?);
-        }
+    if a.rounds > 1 {
+        // clap requires --peer with --rounds.
+        let Some(peer) = peer else {
+            return Err(Failure::Usage("--rounds needs --peer".into()));
+        };
+        return rounds::run(&modes, a, &scratch, pg, &peer, json);
     }
-    let with_async = a.durability.contains(&Durability::Async);
+    let all = measure_modes(&modes, a, &scratch, pg, json)?;
     let (peer, peer_async) = match peer {
         Some(p) => {
-            if !json {
-                eprintln!(
-                    "measuring {}: {} x {} …",
-                    p.name(),
-                    output::count(a.executions, "execution"),
-                    output::count(a.steps, "step")
-                );
-            }
-            let sync = p.run(a.executions, a.steps, false, &scratch)?;
-            let background = if with_async {
-                if !json {
-                    eprintln!("measuring {} (async) …", p.name());
-                }
-                Some(p.run(a.executions, a.steps, true, &scratch)?)
-            } else {
-                None
-            };
+            let (sync, background) = run_peer(&p, a, &scratch, json)?;
             (Some(sync), background)
         }
         None => (None, None),
@@ -393,6 +351,79 @@ pub fn run(t: &Target, json: bool, a: &BenchArgs) -> CmdResult {
         print_side_by_side(&SideBySide::new(&all, p, peer_async.as_ref()));
     }
     Ok(())
+}
+
+/// Measures each of `modes` on the single-agent workload, sync and, with `--durability async`,
+/// async (the files modes), each store under `scratch`.
+fn measure_modes(
+    modes: &[Mode],
+    a: &BenchArgs,
+    scratch: &Path,
+    pg: Option<&str>,
+    json: bool,
+) -> Result<Vec<Figures>, Failure> {
+    let mut all = Vec::new();
+    for &mode in modes {
+        if !json {
+            eprintln!(
+                "measuring {}: {} x {} …",
+                mode_name(mode),
+                output::count(a.executions, "execution"),
+                output::count(a.steps, "step")
+            );
+        }
+        all.push(with_scratch_db(mode, pg, |pg| {
+            measure(mode, Durability::Sync, scratch, a.executions, a.steps, pg)
+        })?);
+        if a.durability.contains(&Durability::Async) {
+            if !matches!(mode, Mode::Files | Mode::FilesSqlite) {
+                output::warn_line(&format!(
+                    "--durability async: {} is measured in sync mode only",
+                    mode_name(mode)
+                ));
+                continue;
+            }
+            if !json {
+                eprintln!("measuring {} (async) …", mode_name(mode));
+            }
+            all.push(measure(
+                mode,
+                Durability::Async,
+                scratch,
+                a.executions,
+                a.steps,
+                pg,
+            )?);
+        }
+    }
+    Ok(all)
+}
+
+/// Runs the peer on the same workload: sync, and async too with `--durability async`.
+fn run_peer(
+    p: &PeerRun,
+    a: &BenchArgs,
+    scratch: &Path,
+    json: bool,
+) -> Result<(PeerFigures, Option<PeerFigures>), Failure> {
+    if !json {
+        eprintln!(
+            "measuring {}: {} x {} …",
+            p.name(),
+            output::count(a.executions, "execution"),
+            output::count(a.steps, "step")
+        );
+    }
+    let sync = p.run(a.executions, a.steps, false, scratch)?;
+    let background = if a.durability.contains(&Durability::Async) {
+        if !json {
+            eprintln!("measuring {} (async) …", p.name());
+        }
+        Some(p.run(a.executions, a.steps, true, scratch)?)
+    } else {
+        None
+    };
+    Ok((sync, background))
 }
 
 /// `--concurrent N`: each mode with N writer processes, then the peer the same way.

@@ -228,16 +228,16 @@ fn durability(mode: Mode) -> (bool, String) {
 
 /// caf / peer for one mode: below 1, caf is faster.
 #[derive(Debug, Serialize)]
-struct Ratio {
+pub(super) struct Ratio {
     mode: Mode,
     /// Whether this mode's save is on disk when it returns.
     durable: bool,
     durability: String,
     /// Whether the save ratio compares like with like (both durable, or both not).
-    save_like_for_like: bool,
-    save: f64,
-    restore: f64,
-    list: f64,
+    pub(super) save_like_for_like: bool,
+    pub(super) save: f64,
+    pub(super) restore: f64,
+    pub(super) list: f64,
     /// This mode's save over its append floor.
     save_over_floor: f64,
     /// This mode's save over its own page floor: how many page flushes it costs.
@@ -247,13 +247,13 @@ struct Ratio {
     /// moves from minute to minute). Below 1, caf is faster. Only when the peer reported its
     /// page floor.
     #[serde(skip_serializing_if = "Option::is_none")]
-    save_in_page_floors: Option<f64>,
+    pub(super) save_in_page_floors: Option<f64>,
 }
 
 /// `caf bench --peer … --json`.
 #[derive(Serialize)]
 pub(super) struct SideBySide<'a> {
-    caf: &'a [Figures],
+    pub(super) caf: &'a [Figures],
     peer: &'a serde_json::Value,
     peer_durable: bool,
     peer_durability: String,
@@ -271,9 +271,9 @@ pub(super) struct SideBySide<'a> {
     /// Half the peer's save over the page floor of its own loop (else over `page_floor_us`):
     /// below 1, saving twice as fast as the peer is below what any durable save cost on the
     /// disk as it was while the peer ran.
-    peer_half_save_over_page_floor: f64,
+    pub(super) peer_half_save_over_page_floor: f64,
     /// caf / peer per operation and mode, medians: below 1, caf is faster.
-    ratios: Vec<Ratio>,
+    pub(super) ratios: Vec<Ratio>,
     /// The peer's async run (`--durability async`), which caf's async rows compare with.
     #[serde(skip_serializing_if = "Option::is_none")]
     peer_async: Option<&'a serde_json::Value>,
@@ -367,13 +367,18 @@ pub(super) fn factor(x: f64) -> String {
     }
 }
 
-/// `2.31 (caf 2.31x slower)` / `0.0095 (caf 105x faster)`, for a ratio caf / peer.
-fn verdict(r: f64) -> String {
-    let shown = if r >= 0.1 {
+/// A ratio caf / peer: `2.31`, `0.0095` (the ratios of list times are small).
+pub(super) fn shown(r: f64) -> String {
+    if r >= 0.1 {
         format!("{r:.2}")
     } else {
         format!("{r:.4}")
-    };
+    }
+}
+
+/// `2.31 (caf 2.31x slower)` / `0.0095 (caf 105x faster)`, for a ratio caf / peer.
+pub(super) fn verdict(r: f64) -> String {
+    let shown = shown(r);
     if r < 1.0 {
         format!("{shown} (caf {}x faster)", factor(1.0 / r.max(1e-6)))
     } else {
