@@ -55,7 +55,8 @@ fn bench_peer_names_only_known_peers() {
 
 /// A stand-in for the peer's venv and script: its "python" prints a fixed report (a save of
 /// 1,000 µs), with a page floor of 400 µs when asked for one (`--page-floor`) unless
-/// `FAKE_PEER_NO_FLOOR` is set (a script from before the page floor).
+/// `FAKE_PEER_NO_FLOOR` is set (a script from before the page floor); with `--concurrent`, a
+/// report of 100 saves per second.
 fn fake_peer(sb: &Sandbox) -> std::path::PathBuf {
     let peers = sb.path().join("peers");
     let bin = peers.join(".venv").join("bin");
@@ -68,6 +69,10 @@ fn fake_peer(sb: &Sandbox) -> std::path::PathBuf {
 floor=""
 for a in "$@"; do
   if [ "$a" = "--page-floor" ] && [ -z "$FAKE_PEER_NO_FLOOR" ]; then floor=', "page_floor_us": 400.0'; fi
+  if [ "$a" = "--concurrent" ]; then
+    echo '{"saves_per_s": 100.0, "processes": 2, "saves_each": 3, "saved": 6, "lost": 0, "errors": 0, "seconds": 0.06, "cpu_us_per_save": 10.0}'
+    exit 0
+  fi
 done
 echo "{\"save_us\": 1000.0, \"restore_us\": 300.0, \"list_us\": 20000.0, \"packages\": {\"langgraph-checkpoint-sqlite\": \"0.0.0-fake\"}, \"sqlite\": {\"version\": \"3\", \"journal_mode\": \"wal\", \"synchronous\": \"FULL\"}$floor}"
 "#,
@@ -248,23 +253,98 @@ fn bench_peer_rounds_alternate_and_give_each_ratio_its_spread() {
     assert_eq!(std::fs::read_dir(&scratch).unwrap().count(), 0);
 }
 
+/// `--concurrent N --rounds K`: each round's saves per second against the peer's, and each
+/// mode's ratio over the rounds.
+#[cfg(unix)]
 #[test]
-fn bench_rounds_need_a_peer_and_the_single_agent_workload() {
+fn bench_concurrent_rounds_give_the_saves_per_second_ratio_its_spread() {
     let sb = Sandbox::new();
-    let out = sb.caf(&["bench", "--rounds", "3"]).fails(2);
-    assert!(out.err().contains("--peer"), "{}", out.describe());
-    let out = sb
-        .caf(&[
+    let peers = fake_peer(&sb);
+    let scratch = sb.path().join("scratch");
+    std::fs::create_dir(&scratch).unwrap();
+    let args = |json: bool| {
+        let mut v = vec![
+            "--dir",
+            "store",
             "bench",
             "--peer",
             "langgraph",
-            "--rounds",
-            "3",
             "--concurrent",
             "2",
-        ])
-        .fails(2);
-    assert!(out.err().contains("--concurrent"), "{}", out.describe());
+            "--saves",
+            "3",
+            "--rounds",
+            "3",
+            "--mode",
+            "files",
+            "--scratch",
+            s(&scratch),
+        ];
+        if json {
+            v.insert(0, "--json");
+        }
+        v
+    };
+    let out = sb
+        .caf_plain(&args(true), &[("CAF_PEER_DIR", s(&peers))])
+        .ok()
+        .json();
+    let rounds = out["rounds"].as_array().unwrap();
+    let order: Vec<bool> = rounds
+        .iter()
+        .map(|r| r["peer_first"].as_bool().unwrap())
+        .collect();
+    assert_eq!(order, [false, true, false], "{out}");
+    let mut each: Vec<f64> = rounds
+        .iter()
+        .map(|r| {
+            let caf = &r["caf"][0];
+            assert_eq!(caf["lost"].as_u64(), Some(0), "{out}");
+            let ratio = r["ratios"][0]["saves_per_s"].as_f64().unwrap();
+            // The peer's 100 saves per second.
+            let expected = caf["saves_per_s"].as_f64().unwrap() / 100.0;
+            assert!((ratio - expected).abs() < 1e-5 * expected.max(1.0), "{out}");
+            ratio
+        })
+        .collect();
+    each.sort_by(f64::total_cmp);
+    let spread = &out["spread"][0];
+    assert_eq!(spread["mode"].as_str(), Some("files"), "{out}");
+    let got = &spread["saves_per_s"];
+    assert_eq!(
+        (
+            got["min"].as_f64(),
+            got["median"].as_f64(),
+            got["max"].as_f64()
+        ),
+        (Some(each[0]), Some(each[1]), Some(each[2])),
+        "{out}"
+    );
+    assert!(
+        out["floor_with_checksums"]["median"].as_f64().unwrap() > 0.0,
+        "{out}"
+    );
+    let out = sb
+        .caf_plain(&args(false), &[("CAF_PEER_DIR", s(&peers))])
+        .ok();
+    assert!(
+        out.out().contains("3 rounds of 2 writers"),
+        "{}",
+        out.describe()
+    );
+    assert!(
+        out.out().contains("files: caf / LangGraph"),
+        "{}",
+        out.describe()
+    );
+    assert_eq!(std::fs::read_dir(&scratch).unwrap().count(), 0);
+}
+
+#[test]
+fn bench_rounds_need_a_peer() {
+    let sb = Sandbox::new();
+    let out = sb.caf(&["bench", "--rounds", "3"]).fails(2);
+    assert!(out.err().contains("--peer"), "{}", out.describe());
     let out = sb
         .caf(&["bench", "--peer", "langgraph", "--rounds", "0"])
         .fails(2);

@@ -547,8 +547,8 @@ pub struct BenchArgs {
     /// With --peer: measure caf's modes and the peer N times, alternately (caf first in the
     /// odd rounds, the peer first in the even ones), each round in a scratch directory of its
     /// own, and print every round's ratios and their median, least and greatest over the
-    /// rounds (an odd N gives a true median).
-    #[arg(long, value_name = "N", default_value_t = 1, requires = "peer", conflicts_with = "concurrent",
+    /// rounds (an odd N gives a true median). With --concurrent too: the saves per second.
+    #[arg(long, value_name = "N", default_value_t = 1, requires = "peer",
           value_parser = clap::value_parser!(u32).range(1..=100))]
     pub rounds: u32,
 

@@ -227,15 +227,18 @@ pub fn run(t: &Target, json: bool, a: &BenchArgs) -> CmdResult {
              optimized build's; measure with `cargo run --release -p caf-cli -- bench`",
         );
     }
-    if let Some(n) = a.concurrent {
-        return run_concurrent(&modes, n, a.saves, &scratch, pg, peer.as_ref(), json);
-    }
     if a.rounds > 1 {
         // clap requires --peer with --rounds.
         let Some(peer) = peer else {
             return Err(Failure::Usage("--rounds needs --peer".into()));
         };
-        return rounds::run(&modes, a, &scratch, pg, &peer, json);
+        return match a.concurrent {
+            Some(n) => rounds::run_concurrent(&modes, n, a, &scratch, pg, &peer, json),
+            None => rounds::run(&modes, a, &scratch, pg, &peer, json),
+        };
+    }
+    if let Some(n) = a.concurrent {
+        return run_concurrent(&modes, n, a.saves, &scratch, pg, peer.as_ref(), json);
     }
     let all = measure_modes(&modes, a, &scratch, pg, json)?;
     let (peer, peer_async) = match peer {
@@ -426,6 +429,24 @@ fn run_peer(
     Ok((sync, background))
 }
 
+/// What one `--concurrent` measurement found: each mode, the three floors (each `None` where it
+/// could not be measured), and the peer's report.
+struct ConcurrentRound {
+    all: Vec<ConcurrentFigures>,
+    floors: [Option<ConcurrentFloor>; 3],
+    peer: Option<serde_json::Value>,
+}
+
+impl ConcurrentRound {
+    fn report(&self) -> ConcurrentReport<'_> {
+        ConcurrentReport::new(
+            &self.all,
+            self.floors.each_ref().map(Option::as_ref),
+            self.peer.as_ref(),
+        )
+    }
+}
+
 /// `--concurrent N`: each mode with N writer processes, then the peer the same way.
 fn run_concurrent(
     modes: &[Mode],
@@ -436,6 +457,47 @@ fn run_concurrent(
     peer: Option<&PeerRun>,
     json: bool,
 ) -> CmdResult {
+    let round = measure_concurrent(modes, processes, saves, scratch, pg, peer, false, json)?;
+    if json {
+        output::print_json(&round.report());
+    } else {
+        print_concurrent(
+            &round.all,
+            round.floors.each_ref().map(Option::as_ref),
+            round.peer.as_ref(),
+        );
+    }
+    Ok(())
+}
+
+/// Each mode with N writer processes, the floors, and the peer the same way: after caf's modes
+/// and floors, or before them with `peer_first`.
+#[allow(clippy::too_many_arguments)]
+fn measure_concurrent(
+    modes: &[Mode],
+    processes: u32,
+    saves: u32,
+    scratch: &Path,
+    pg: Option<&str>,
+    peer: Option<&PeerRun>,
+    peer_first: bool,
+    json: bool,
+) -> Result<ConcurrentRound, Failure> {
+    let run_peer = |p: &PeerRun| {
+        if !json {
+            eprintln!(
+                "measuring {}: {} x {} into one SQLite file …",
+                p.name(),
+                output::count(processes, "writer"),
+                output::count(saves, "save")
+            );
+        }
+        concurrent::run_peer(p, processes, saves, scratch)
+    };
+    let mut peer_report = match peer.filter(|_| peer_first) {
+        Some(p) => Some(run_peer(p)?),
+        None => None,
+    };
     let mut all = Vec::new();
     for &mode in modes {
         if !json {
@@ -452,27 +514,14 @@ fn run_concurrent(
     }
     // The modes measured are kept if a floor cannot be (no room for its files, say).
     let floors = measure_floors(processes, saves, scratch, json);
-    let floors = floors.each_ref().map(Option::as_ref);
-    let peer = match peer {
-        Some(p) => {
-            if !json {
-                eprintln!(
-                    "measuring {}: {} x {} into one SQLite file …",
-                    p.name(),
-                    output::count(processes, "writer"),
-                    output::count(saves, "save")
-                );
-            }
-            Some(concurrent::run_peer(p, processes, saves, scratch)?)
-        }
-        None => None,
-    };
-    if json {
-        output::print_json(&ConcurrentReport::new(&all, floors, peer.as_ref()));
-    } else {
-        print_concurrent(&all, floors, peer.as_ref());
+    if let Some(p) = peer.filter(|_| !peer_first) {
+        peer_report = Some(run_peer(p)?);
     }
-    Ok(())
+    Ok(ConcurrentRound {
+        all,
+        floors,
+        peer: peer_report,
+    })
 }
 
 /// The floors of [`ConcurrentFloor`], one per [`FloorKind`]: appends alone, then appends and

@@ -6,11 +6,13 @@
 //! alternate which side goes first (caf in the odd rounds, the peer in the even ones) put each
 //! side as often before the other as after it, and the median over the rounds, with the least
 //! and the greatest, says how far one run's ratio can be trusted. Each round's stores are in a
-//! scratch directory of their own, removed when the round ends.
+//! scratch directory of their own, removed when the round ends. With `--concurrent`, the same
+//! for the saves per second of N writers ([`run_concurrent`]).
 
 use super::peer::{shown, verdict, PeerFigures, PeerRun, SideBySide};
 use super::stats::median;
-use super::{label, measure_modes, run_peer, BenchArgs, Figures, Mode};
+use super::{label, measure_concurrent, measure_modes, mode_name, run_peer};
+use super::{BenchArgs, ConcurrentRound, Figures, Mode};
 use crate::output::{self, Table};
 use crate::{CmdResult, Failure};
 use anstyle::Style;
@@ -259,6 +261,176 @@ fn print(rounds: &[Round], sides: &[SideBySide<'_>], spread: &[ModeSpread], half
         half.min,
         half.max
     );
+}
+
+/// One `--concurrent` round in the JSON report.
+#[derive(Serialize)]
+struct ConcurrentRoundReport<'a> {
+    /// From 1.
+    round: u32,
+    /// Whether the peer's writers ran before caf's in this round.
+    peer_first: bool,
+    #[serde(flatten)]
+    report: super::concurrent::ConcurrentReport<'a>,
+}
+
+/// One mode's saves per second over the peer's (above 1, caf saves more), over the rounds.
+#[derive(Serialize)]
+struct ConcurrentSpread {
+    mode: Mode,
+    saves_per_s: Spread,
+}
+
+/// `caf bench --concurrent N --peer … --rounds K --json`.
+#[derive(Serialize)]
+struct ConcurrentRoundsReport<'a> {
+    rounds: Vec<ConcurrentRoundReport<'a>>,
+    /// Each mode's ratio over the rounds.
+    spread: Vec<ConcurrentSpread>,
+    /// The floor of appends and checksummed files, over the peer's saves per second, over the
+    /// rounds in which it was measured.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    floor_with_checksums: Option<Spread>,
+}
+
+/// The peer's saves per second in a round (0 if its report has none).
+fn peer_rate(round: &ConcurrentRound) -> f64 {
+    round
+        .peer
+        .as_ref()
+        .and_then(|p| p["saves_per_s"].as_f64())
+        .unwrap_or(0.0)
+}
+
+/// `--concurrent N --rounds K`: K rounds of N writers per mode and of the peer's N writers,
+/// alternating which goes first.
+pub(super) fn run_concurrent(
+    modes: &[Mode],
+    processes: u32,
+    a: &BenchArgs,
+    scratch: &Path,
+    pg: Option<&str>,
+    peer: &PeerRun,
+    json: bool,
+) -> CmdResult {
+    let mut rounds = Vec::new();
+    for i in 0..a.rounds {
+        let peer_first = i % 2 == 1;
+        if !json {
+            eprintln!(
+                "round {} of {}{} …",
+                i + 1,
+                a.rounds,
+                if peer_first { ", the peer first" } else { "" }
+            );
+        }
+        let dir = tempfile::Builder::new()
+            .prefix("round-")
+            .tempdir_in(scratch)
+            .map_err(|e| Failure::msg(format!("{}: {e}", scratch.display())))?;
+        let round = measure_concurrent(
+            modes,
+            processes,
+            a.saves,
+            dir.path(),
+            pg,
+            Some(peer),
+            peer_first,
+            json,
+        )?;
+        rounds.push((round, peer_first));
+    }
+    let ratio = |caf: f64, round: &ConcurrentRound| super::peer::ratio(caf, peer_rate(round));
+    let spread: Vec<ConcurrentSpread> = modes
+        .iter()
+        .enumerate()
+        .filter_map(|(i, &mode)| {
+            let each = rounds
+                .iter()
+                .map(|(r, _)| ratio(r.all[i].saves_per_s, r))
+                .collect();
+            Some(ConcurrentSpread {
+                mode,
+                saves_per_s: Spread::of(each)?,
+            })
+        })
+        .collect();
+    let floors: Vec<f64> = rounds
+        .iter()
+        .filter_map(|(r, _)| r.floors[2].as_ref().map(|f| ratio(f.saves_per_s, r)))
+        .collect();
+    let floor_with_checksums = Spread::of(floors);
+    if json {
+        output::print_json(&ConcurrentRoundsReport {
+            rounds: rounds
+                .iter()
+                .zip(1..)
+                .map(|((r, peer_first), round)| ConcurrentRoundReport {
+                    round,
+                    peer_first: *peer_first,
+                    report: r.report(),
+                })
+                .collect(),
+            spread,
+            floor_with_checksums,
+        });
+        return Ok(());
+    }
+    let plain = Style::new();
+    crate::say!();
+    crate::say!(
+        "{} rounds of {} writers, caf's and LangGraph's, alternating which goes first; saves \
+         per second, and caf's over LangGraph's (above 1, caf saves more):",
+        rounds.len(),
+        processes
+    );
+    let mut table = Table::new(&[
+        "ROUND",
+        "FIRST",
+        "MODE",
+        "SAVES/S",
+        "LANGGRAPH SAVES/S",
+        "CAF / LANGGRAPH",
+        "LOST",
+        "ERRORS",
+    ]);
+    for ((r, peer_first), n) in rounds.iter().zip(1..) {
+        for f in &r.all {
+            table.row(vec![
+                (format!("{n}"), plain),
+                (
+                    (if *peer_first { "langgraph" } else { "caf" }).into(),
+                    plain,
+                ),
+                (mode_name(f.mode), plain),
+                (format!("{:.0}", f.saves_per_s), plain),
+                (format!("{:.0}", peer_rate(r)), plain),
+                (format!("{:.2}", ratio(f.saves_per_s, r)), plain),
+                (f.lost.to_string(), plain),
+                (f.errors.to_string(), plain),
+            ]);
+        }
+    }
+    table.print();
+    for m in &spread {
+        crate::say!(
+            "{}: caf / LangGraph {:.2} over the rounds ({:.2}–{:.2})",
+            mode_name(m.mode),
+            m.saves_per_s.median,
+            m.saves_per_s.min,
+            m.saves_per_s.max
+        );
+    }
+    if let Some(f) = &floor_with_checksums {
+        crate::say!(
+            "the floor of appends and checksummed files saved {:.2} times as many per second as \
+             LangGraph ({:.2}–{:.2}). --json has every round's figures and the other floors.",
+            f.median,
+            f.min,
+            f.max
+        );
+    }
+    Ok(())
 }
 
 #[cfg(test)]
