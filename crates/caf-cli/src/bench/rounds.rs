@@ -6,7 +6,7 @@
 //! alternate which side goes first (caf in the odd rounds, the peer in the even ones) put each
 //! side as often before the other as after it, and the median over the rounds, with the least
 //! and the greatest, says how far one run's ratio can be trusted. Each round's stores are in a
-//! scratch directory of their own, removed when the round ends. With `--concurrent`, the same
+//! scratch directory of their own, kept until the run ends ([`round_dir`]). With `--concurrent`, the same
 //! for the saves per second of N writers ([`run_concurrent`]).
 
 use super::peer::{shown, verdict, PeerFigures, PeerRun, SideBySide};
@@ -17,7 +17,7 @@ use crate::output::{self, Table};
 use crate::{CmdResult, Failure};
 use anstyle::Style;
 use serde::Serialize;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// What one round measured.
 struct Round {
@@ -85,6 +85,21 @@ struct RoundsReport<'a> {
     spread: Vec<ModeSpread>,
 }
 
+/// A scratch directory of its own for a round, under `scratch`, kept in `kept` (removed with the
+/// run's scratch directory when the run ends, as a single run's stores are). Not removed when the
+/// round ends: on the benchmark machine's ext4 (mounted with `discard`), deleting the hundreds of
+/// MB a round leaves made the files written in the rounds after it much slower (the floor with
+/// files fell from 4,532 to 960–1,245 saves per second, docs/benchmarks.md).
+fn round_dir(scratch: &Path, kept: &mut Vec<tempfile::TempDir>) -> Result<PathBuf, Failure> {
+    let dir = tempfile::Builder::new()
+        .prefix("round-")
+        .tempdir_in(scratch)
+        .map_err(|e| Failure::msg(format!("{}: {e}", scratch.display())))?;
+    let path = dir.path().to_path_buf();
+    kept.push(dir);
+    Ok(path)
+}
+
 /// Measures `rounds` rounds (see the module docs) and prints them, with the spread.
 pub(super) fn run(
     modes: &[Mode],
@@ -95,6 +110,7 @@ pub(super) fn run(
     json: bool,
 ) -> CmdResult {
     let mut rounds = Vec::new();
+    let mut kept = Vec::new();
     for i in 0..a.rounds {
         let peer_first = i % 2 == 1;
         if !json {
@@ -105,16 +121,13 @@ pub(super) fn run(
                 if peer_first { ", the peer first" } else { "" }
             );
         }
-        let dir = tempfile::Builder::new()
-            .prefix("round-")
-            .tempdir_in(scratch)
-            .map_err(|e| Failure::msg(format!("{}: {e}", scratch.display())))?;
+        let dir = round_dir(scratch, &mut kept)?;
         let (caf, (peer, peer_async)) = if peer_first {
-            let p = run_peer(peer, a, dir.path(), json)?;
-            (measure_modes(modes, a, dir.path(), pg, json)?, p)
+            let p = run_peer(peer, a, &dir, json)?;
+            (measure_modes(modes, a, &dir, pg, json)?, p)
         } else {
-            let c = measure_modes(modes, a, dir.path(), pg, json)?;
-            (c, run_peer(peer, a, dir.path(), json)?)
+            let c = measure_modes(modes, a, &dir, pg, json)?;
+            (c, run_peer(peer, a, &dir, json)?)
         };
         rounds.push(Round {
             caf,
@@ -314,6 +327,7 @@ pub(super) fn run_concurrent(
     json: bool,
 ) -> CmdResult {
     let mut rounds = Vec::new();
+    let mut kept = Vec::new();
     for i in 0..a.rounds {
         let peer_first = i % 2 == 1;
         if !json {
@@ -324,15 +338,12 @@ pub(super) fn run_concurrent(
                 if peer_first { ", the peer first" } else { "" }
             );
         }
-        let dir = tempfile::Builder::new()
-            .prefix("round-")
-            .tempdir_in(scratch)
-            .map_err(|e| Failure::msg(format!("{}: {e}", scratch.display())))?;
+        let dir = round_dir(scratch, &mut kept)?;
         let round = measure_concurrent(
             modes,
             processes,
             a.saves,
-            dir.path(),
+            &dir,
             pg,
             Some(peer),
             peer_first,
