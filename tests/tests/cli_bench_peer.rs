@@ -163,6 +163,25 @@ fn bench_peer_sets_each_save_beside_the_page_floor_of_its_own_loop() {
     );
 }
 
+/// `caf [--json] --dir store bench --peer langgraph --rounds 3 EXTRA… --scratch SCRATCH`.
+fn rounds_args<'a>(extra: &[&'a str], scratch: &'a std::path::Path, json: bool) -> Vec<&'a str> {
+    let mut v = vec![
+        "--dir",
+        "store",
+        "bench",
+        "--peer",
+        "langgraph",
+        "--rounds",
+        "3",
+    ];
+    v.extend_from_slice(extra);
+    v.extend(["--scratch", s(scratch)]);
+    if json {
+        v.insert(0, "--json");
+    }
+    v
+}
+
 /// `--rounds N`: caf and the peer measured N times, alternately, each round's report as one
 /// run's, and each ratio's median, least and greatest over the rounds.
 #[cfg(unix)]
@@ -173,29 +192,20 @@ fn bench_peer_rounds_alternate_and_give_each_ratio_its_spread() {
     let scratch = sb.path().join("scratch");
     std::fs::create_dir(&scratch).unwrap();
     let args = |json: bool| {
-        let mut v = vec![
-            "--dir",
-            "store",
-            "bench",
-            "--peer",
-            "langgraph",
-            "--rounds",
-            "3",
-            "--mode",
-            "files",
-            "--mode",
-            "sqlite",
-            "--executions",
-            "1",
-            "--steps",
-            "4",
-            "--scratch",
-            s(&scratch),
-        ];
-        if json {
-            v.insert(0, "--json");
-        }
-        v
+        rounds_args(
+            &[
+                "--mode",
+                "files",
+                "--mode",
+                "sqlite",
+                "--executions",
+                "1",
+                "--steps",
+                "4",
+            ],
+            &scratch,
+            json,
+        )
     };
     let out = sb
         .caf_plain(&args(true), &[("CAF_PEER_DIR", s(&peers))])
@@ -263,27 +273,11 @@ fn bench_concurrent_rounds_give_the_saves_per_second_ratio_its_spread() {
     let scratch = sb.path().join("scratch");
     std::fs::create_dir(&scratch).unwrap();
     let args = |json: bool| {
-        let mut v = vec![
-            "--dir",
-            "store",
-            "bench",
-            "--peer",
-            "langgraph",
-            "--concurrent",
-            "2",
-            "--saves",
-            "3",
-            "--rounds",
-            "3",
-            "--mode",
-            "files",
-            "--scratch",
-            s(&scratch),
-        ];
-        if json {
-            v.insert(0, "--json");
-        }
-        v
+        rounds_args(
+            &["--concurrent", "2", "--saves", "3", "--mode", "files"],
+            &scratch,
+            json,
+        )
     };
     let out = sb
         .caf_plain(&args(true), &[("CAF_PEER_DIR", s(&peers))])

@@ -24,7 +24,6 @@ struct Round {
     caf: Vec<Figures>,
     peer: PeerFigures,
     peer_async: Option<PeerFigures>,
-    peer_first: bool,
 }
 
 /// One round in the JSON report: the side-by-side report of a single run, and its order.
@@ -100,6 +99,33 @@ fn round_dir(scratch: &Path, kept: &mut Vec<tempfile::TempDir>) -> Result<PathBu
     Ok(path)
 }
 
+/// Runs `measure` for each of `rounds` rounds, in a directory of its own ([`round_dir`]), with
+/// whether the peer goes first (in the even rounds): each round's result and that order, and
+/// the directories, to keep until the figures are printed.
+#[allow(clippy::type_complexity)]
+fn each_round<T>(
+    rounds: u32,
+    scratch: &Path,
+    json: bool,
+    mut measure: impl FnMut(&Path, bool) -> Result<T, Failure>,
+) -> Result<(Vec<(T, bool)>, Vec<tempfile::TempDir>), Failure> {
+    let mut out = Vec::new();
+    let mut kept = Vec::new();
+    for i in 0..rounds {
+        let peer_first = i % 2 == 1;
+        if !json {
+            eprintln!(
+                "round {} of {rounds}{} …",
+                i + 1,
+                if peer_first { ", the peer first" } else { "" }
+            );
+        }
+        let dir = round_dir(scratch, &mut kept)?;
+        out.push((measure(&dir, peer_first)?, peer_first));
+    }
+    Ok((out, kept))
+}
+
 /// Measures `rounds` rounds (see the module docs) and prints them, with the spread.
 pub(super) fn run(
     modes: &[Mode],
@@ -109,36 +135,23 @@ pub(super) fn run(
     peer: &PeerRun,
     json: bool,
 ) -> CmdResult {
-    let mut rounds = Vec::new();
-    let mut kept = Vec::new();
-    for i in 0..a.rounds {
-        let peer_first = i % 2 == 1;
-        if !json {
-            eprintln!(
-                "round {} of {}{} …",
-                i + 1,
-                a.rounds,
-                if peer_first { ", the peer first" } else { "" }
-            );
-        }
-        let dir = round_dir(scratch, &mut kept)?;
+    let (rounds, _kept) = each_round(a.rounds, scratch, json, |dir, peer_first| {
         let (caf, (peer, peer_async)) = if peer_first {
-            let p = run_peer(peer, a, &dir, json)?;
-            (measure_modes(modes, a, &dir, pg, json)?, p)
+            let p = run_peer(peer, a, dir, json)?;
+            (measure_modes(modes, a, dir, pg, json)?, p)
         } else {
-            let c = measure_modes(modes, a, &dir, pg, json)?;
-            (c, run_peer(peer, a, &dir, json)?)
+            let c = measure_modes(modes, a, dir, pg, json)?;
+            (c, run_peer(peer, a, dir, json)?)
         };
-        rounds.push(Round {
+        Ok(Round {
             caf,
             peer,
             peer_async,
-            peer_first,
-        });
-    }
+        })
+    })?;
     let sides: Vec<SideBySide<'_>> = rounds
         .iter()
-        .map(|r| SideBySide::new(&r.caf, &r.peer, r.peer_async.as_ref()))
+        .map(|(r, _)| SideBySide::new(&r.caf, &r.peer, r.peer_async.as_ref()))
         .collect();
     let spread = spread(&sides);
     let half = Spread::of(
@@ -157,9 +170,9 @@ pub(super) fn run(
             .into_iter()
             .zip(&rounds)
             .zip(1..)
-            .map(|((side, r), round)| RoundReport {
+            .map(|((side, (_, peer_first)), round)| RoundReport {
                 round,
-                peer_first: r.peer_first,
+                peer_first: *peer_first,
                 side,
             })
             .collect(),
@@ -204,7 +217,7 @@ fn spread_text(s: &Spread) -> String {
     format!("{}, {}–{}", verdict(s.median), shown(s.min), shown(s.max))
 }
 
-fn print(rounds: &[Round], sides: &[SideBySide<'_>], spread: &[ModeSpread], half: &Spread) {
+fn print(rounds: &[(Round, bool)], sides: &[SideBySide<'_>], spread: &[ModeSpread], half: &Spread) {
     let plain = Style::new();
     crate::say!();
     crate::say!(
@@ -221,7 +234,7 @@ fn print(rounds: &[Round], sides: &[SideBySide<'_>], spread: &[ModeSpread], half
         "RESTORE-LATEST",
         "LIST",
     ]);
-    for ((r, side), n) in rounds.iter().zip(sides).zip(1..) {
+    for (((_, peer_first), side), n) in rounds.iter().zip(sides).zip(1..) {
         for (f, ratio) in side.caf.iter().zip(&side.ratios) {
             let mut save = verdict(ratio.save);
             if !ratio.save_like_for_like {
@@ -230,7 +243,7 @@ fn print(rounds: &[Round], sides: &[SideBySide<'_>], spread: &[ModeSpread], half
             table.row(vec![
                 (format!("{n}"), plain),
                 (
-                    (if r.peer_first { "langgraph" } else { "caf" }).into(),
+                    (if *peer_first { "langgraph" } else { "caf" }).into(),
                     plain,
                 ),
                 (label(f), plain),
@@ -326,31 +339,18 @@ pub(super) fn run_concurrent(
     peer: &PeerRun,
     json: bool,
 ) -> CmdResult {
-    let mut rounds = Vec::new();
-    let mut kept = Vec::new();
-    for i in 0..a.rounds {
-        let peer_first = i % 2 == 1;
-        if !json {
-            eprintln!(
-                "round {} of {}{} …",
-                i + 1,
-                a.rounds,
-                if peer_first { ", the peer first" } else { "" }
-            );
-        }
-        let dir = round_dir(scratch, &mut kept)?;
-        let round = measure_concurrent(
+    let (rounds, _kept) = each_round(a.rounds, scratch, json, |dir, peer_first| {
+        measure_concurrent(
             modes,
             processes,
             a.saves,
-            &dir,
+            dir,
             pg,
             Some(peer),
             peer_first,
             json,
-        )?;
-        rounds.push((round, peer_first));
-    }
+        )
+    })?;
     let ratio = |caf: f64, round: &ConcurrentRound| super::peer::ratio(caf, peer_rate(round));
     let spread: Vec<ConcurrentSpread> = modes
         .iter()
