@@ -6,8 +6,8 @@
 //! alternate which side goes first (caf in the odd rounds, the peer in the even ones) put each
 //! side as often before the other as after it, and the median over the rounds, with the least
 //! and the greatest, says how far one run's ratio can be trusted. Each round's stores are in a
-//! scratch directory of their own, kept until the run ends ([`round_dir`]). With `--concurrent`, the same
-//! for the saves per second of N writers ([`run_concurrent`]).
+//! scratch directory of their own, kept until the run ends ([`round_dir`]). With
+//! `--concurrent`, the same for the saves per second of N writers ([`run_concurrent`]).
 
 use super::peer::{shown, verdict, PeerFigures, PeerRun, SideBySide};
 use super::stats::median;
