@@ -304,7 +304,12 @@ pub(super) fn measure_floor(
 #[derive(Debug, Serialize)]
 pub(super) struct ConcurrentRatio {
     mode: Mode,
-    saves_per_s: f64,
+    pub(super) saves_per_s: f64,
+}
+
+/// The saves per second a peer's `--concurrent` report states (0 if it states none).
+pub(super) fn peer_saves_per_s(peer: &serde_json::Value) -> f64 {
+    peer["saves_per_s"].as_f64().unwrap_or(0.0)
 }
 
 /// `caf bench --concurrent N --json`: each mode's figures, the floor, and with `--peer` the
@@ -332,7 +337,7 @@ impl<'a> ConcurrentReport<'a> {
         peer: Option<&'a serde_json::Value>,
     ) -> Self {
         let ratios = peer.map_or_else(Vec::new, |peer| {
-            let peer_rate = peer["saves_per_s"].as_f64().unwrap_or(0.0);
+            let peer_rate = peer_saves_per_s(peer);
             caf.iter()
                 .map(|f| ConcurrentRatio {
                     mode: f.mode,

@@ -483,7 +483,7 @@ fn measure_concurrent(
     peer_first: bool,
     json: bool,
 ) -> Result<ConcurrentRound, Failure> {
-    let run_peer = |p: &PeerRun| {
+    let peer_writers = |p: &PeerRun| {
         if !json {
             eprintln!(
                 "measuring {}: {} x {} into one SQLite file …",
@@ -495,7 +495,7 @@ fn measure_concurrent(
         concurrent::run_peer(p, processes, saves, scratch)
     };
     let mut peer_report = match peer.filter(|_| peer_first) {
-        Some(p) => Some(run_peer(p)?),
+        Some(p) => Some(peer_writers(p)?),
         None => None,
     };
     let mut all = Vec::new();
@@ -515,7 +515,7 @@ fn measure_concurrent(
     // The modes measured are kept if a floor cannot be (no room for its files, say).
     let floors = measure_floors(processes, saves, scratch, json);
     if let Some(p) = peer.filter(|_| !peer_first) {
-        peer_report = Some(run_peer(p)?);
+        peer_report = Some(peer_writers(p)?);
     }
     Ok(ConcurrentRound {
         all,

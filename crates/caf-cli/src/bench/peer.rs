@@ -234,7 +234,7 @@ pub(super) struct Ratio {
     durable: bool,
     durability: String,
     /// Whether the save ratio compares like with like (both durable, or both not).
-    pub(super) save_like_for_like: bool,
+    save_like_for_like: bool,
     pub(super) save: f64,
     pub(super) restore: f64,
     pub(super) list: f64,
@@ -248,6 +248,23 @@ pub(super) struct Ratio {
     /// page floor.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) save_in_page_floors: Option<f64>,
+}
+
+impl Ratio {
+    /// The ratio table's cells: the save (marked when not like for like), the save in page
+    /// floors, restore-latest and list, each as a [`verdict`].
+    pub(super) fn cells(&self) -> [String; 4] {
+        let mut save = verdict(self.save);
+        if !self.save_like_for_like {
+            save.push_str(" [not like for like]");
+        }
+        [
+            save,
+            self.save_in_page_floors.map_or("-".into(), verdict),
+            verdict(self.restore),
+            verdict(self.list),
+        ]
+    }
 }
 
 /// `caf bench --peer … --json`.
@@ -493,17 +510,9 @@ pub(super) fn print_side_by_side(s: &SideBySide<'_>) {
         "LIST",
     ]);
     for (f, r) in s.caf.iter().zip(&s.ratios) {
-        let mut save = verdict(r.save);
-        if !r.save_like_for_like {
-            save.push_str(" [not like for like]");
-        }
-        ratios.row(vec![
-            (label(f), plain),
-            (save, plain),
-            (r.save_in_page_floors.map_or("-".into(), verdict), plain),
-            (verdict(r.restore), plain),
-            (verdict(r.list), plain),
-        ]);
+        let mut row = vec![(label(f), plain)];
+        row.extend(r.cells().map(|c| (c, plain)));
+        ratios.row(row);
     }
     ratios.print();
     crate::say!(

@@ -9,10 +9,12 @@
 //! scratch directory of their own, kept until the run ends ([`round_dir`]). With
 //! `--concurrent`, the same for the saves per second of N writers ([`run_concurrent`]).
 
+use super::concurrent::{peer_saves_per_s, ConcurrentReport};
+use super::peer::ratio;
 use super::peer::{shown, verdict, PeerFigures, PeerRun, SideBySide};
 use super::stats::median;
 use super::{label, measure_concurrent, measure_modes, mode_name, run_peer};
-use super::{BenchArgs, ConcurrentRound, Figures, Mode};
+use super::{BenchArgs, Figures, Mode};
 use crate::output::{self, Table};
 use crate::{CmdResult, Failure};
 use anstyle::Style;
@@ -212,6 +214,15 @@ fn spread(sides: &[SideBySide<'_>]) -> Vec<ModeSpread> {
         .collect()
 }
 
+/// Which side a round measured first, as the tables say it.
+fn first(peer_first: bool) -> &'static str {
+    if peer_first {
+        "langgraph"
+    } else {
+        "caf"
+    }
+}
+
 /// `0.61 (caf 1.63x faster), 0.57–0.80`.
 fn spread_text(s: &Spread) -> String {
     format!("{}, {}–{}", verdict(s.median), shown(s.min), shown(s.max))
@@ -236,22 +247,13 @@ fn print(rounds: &[(Round, bool)], sides: &[SideBySide<'_>], spread: &[ModeSprea
     ]);
     for (((_, peer_first), side), n) in rounds.iter().zip(sides).zip(1..) {
         for (f, ratio) in side.caf.iter().zip(&side.ratios) {
-            let mut save = verdict(ratio.save);
-            if !ratio.save_like_for_like {
-                save.push_str(" [not like for like]");
-            }
-            table.row(vec![
+            let mut row = vec![
                 (format!("{n}"), plain),
-                (
-                    (if *peer_first { "langgraph" } else { "caf" }).into(),
-                    plain,
-                ),
+                (first(*peer_first).into(), plain),
                 (label(f), plain),
-                (save, plain),
-                (ratio.save_in_page_floors.map_or("-".into(), verdict), plain),
-                (verdict(ratio.restore), plain),
-                (verdict(ratio.list), plain),
-            ]);
+            ];
+            row.extend(ratio.cells().map(|c| (c, plain)));
+            table.row(row);
         }
     }
     table.print();
@@ -297,7 +299,7 @@ struct ConcurrentRoundReport<'a> {
     /// Whether the peer's writers ran before caf's in this round.
     peer_first: bool,
     #[serde(flatten)]
-    report: super::concurrent::ConcurrentReport<'a>,
+    report: ConcurrentReport<'a>,
 }
 
 /// One mode's saves per second over the peer's (above 1, caf saves more), over the rounds.
@@ -317,15 +319,6 @@ struct ConcurrentRoundsReport<'a> {
     /// rounds in which it was measured.
     #[serde(skip_serializing_if = "Option::is_none")]
     floor_with_checksums: Option<Spread>,
-}
-
-/// The peer's saves per second in a round (0 if its report has none).
-fn peer_rate(round: &ConcurrentRound) -> f64 {
-    round
-        .peer
-        .as_ref()
-        .and_then(|p| p["saves_per_s"].as_f64())
-        .unwrap_or(0.0)
 }
 
 /// `--concurrent N --rounds K`: K rounds of N writers per mode and of the peer's N writers,
@@ -351,35 +344,38 @@ pub(super) fn run_concurrent(
             json,
         )
     })?;
-    let ratio = |caf: f64, round: &ConcurrentRound| super::peer::ratio(caf, peer_rate(round));
+    // Each round's report, with its ratios, made once for the spread, the JSON and the table.
+    let reports: Vec<ConcurrentReport<'_>> = rounds.iter().map(|(r, _)| r.report()).collect();
     let spread: Vec<ConcurrentSpread> = modes
         .iter()
         .enumerate()
         .filter_map(|(i, &mode)| {
-            let each = rounds
-                .iter()
-                .map(|(r, _)| ratio(r.all[i].saves_per_s, r))
-                .collect();
+            let each = reports.iter().map(|r| r.ratios[i].saves_per_s).collect();
             Some(ConcurrentSpread {
                 mode,
                 saves_per_s: Spread::of(each)?,
             })
         })
         .collect();
-    let floors: Vec<f64> = rounds
+    let peer_rate = |r: &ConcurrentReport<'_>| r.peer.map_or(0.0, peer_saves_per_s);
+    let floors: Vec<f64> = reports
         .iter()
-        .filter_map(|(r, _)| r.floors[2].as_ref().map(|f| ratio(f.saves_per_s, r)))
+        .filter_map(|r| {
+            let floor = r.floor_with_checksums?;
+            Some(ratio(floor.saves_per_s, peer_rate(r)))
+        })
         .collect();
     let floor_with_checksums = Spread::of(floors);
     if json {
         output::print_json(&ConcurrentRoundsReport {
-            rounds: rounds
-                .iter()
+            rounds: reports
+                .into_iter()
+                .zip(&rounds)
                 .zip(1..)
-                .map(|((r, peer_first), round)| ConcurrentRoundReport {
+                .map(|((report, (_, peer_first)), round)| ConcurrentRoundReport {
                     round,
                     peer_first: *peer_first,
-                    report: r.report(),
+                    report,
                 })
                 .collect(),
             spread,
@@ -405,18 +401,15 @@ pub(super) fn run_concurrent(
         "LOST",
         "ERRORS",
     ]);
-    for ((r, peer_first), n) in rounds.iter().zip(1..) {
-        for f in &r.all {
+    for (((_, peer_first), report), n) in rounds.iter().zip(&reports).zip(1..) {
+        for (f, r) in report.caf.iter().zip(&report.ratios) {
             table.row(vec![
                 (format!("{n}"), plain),
-                (
-                    (if *peer_first { "langgraph" } else { "caf" }).into(),
-                    plain,
-                ),
+                (first(*peer_first).into(), plain),
                 (mode_name(f.mode), plain),
                 (format!("{:.0}", f.saves_per_s), plain),
-                (format!("{:.0}", peer_rate(r)), plain),
-                (format!("{:.2}", ratio(f.saves_per_s, r)), plain),
+                (format!("{:.0}", peer_rate(report)), plain),
+                (format!("{:.2}", r.saves_per_s), plain),
                 (f.lost.to_string(), plain),
                 (f.errors.to_string(), plain),
             ]);

@@ -4,7 +4,7 @@
 //! right after the mode, so that the mode's SQL part can be set beside it.
 
 use super::floor::AppendFloor;
-use super::stats::{median, rounded};
+use super::stats::{median, median_of, rounded};
 use super::workload::{step, NullStore};
 use crate::Failure;
 use caf_core::format::encode;
@@ -57,7 +57,7 @@ pub(super) fn measure(
     }
     Ok(RowsFloorFigures {
         all_us: rounded(median(&mut all)),
-        at_10_us: (!at_10.is_empty()).then(|| rounded(median(&mut at_10))),
+        at_10_us: median_of(&mut at_10),
         at_last_us: rounded(median(&mut at_last)),
     })
 }

@@ -6,6 +6,11 @@ pub(super) fn median(v: &mut [f64]) -> f64 {
     quantile(v, 0.5)
 }
 
+/// The median of `v`, rounded to the nanosecond ([`rounded`]); `None` for no samples.
+pub(super) fn median_of(v: &mut [f64]) -> Option<f64> {
+    (!v.is_empty()).then(|| rounded(median(v)))
+}
+
 pub(super) fn quantile(v: &mut [f64], q: f64) -> f64 {
     if v.is_empty() {
         return 0.0;

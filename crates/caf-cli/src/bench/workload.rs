@@ -1,7 +1,7 @@
 //! The agent-run workload, measured on one storage mode.
 
 use super::floor::AppendFloor;
-use super::stats::{mean, median, micros, quantile, rounded};
+use super::stats::{mean, median, median_of, micros, quantile, rounded};
 use super::{Durability, Figures, Mode};
 use crate::Failure;
 use caf_core::format::{encode, Encoder};
@@ -315,7 +315,6 @@ pub(super) fn measure(
         }
         _ => None,
     };
-    let opt = |v: &mut Vec<f64>| (!v.is_empty()).then(|| rounded(median(v)));
     Ok(Figures {
         mode,
         durability,
@@ -337,14 +336,14 @@ pub(super) fn measure(
         page_floor_us: rounded(median(&mut page)),
         disk_bytes,
         checkpoint_bytes_last: last_bytes,
-        sync_us: opt(&mut sync),
-        sync_at_10_us: opt(&mut sync_10),
-        sync_at_last_us: opt(&mut sync_last),
-        sync_wait_at_last_us: opt(&mut wait_last),
-        checksum_at_last_us: opt(&mut checksum_last),
-        rows_after_at_10_us: opt(&mut rows_10),
-        rows_after_at_last_us: opt(&mut rows_last),
-        flush_us: opt(&mut flushes),
+        sync_us: median_of(&mut sync),
+        sync_at_10_us: median_of(&mut sync_10),
+        sync_at_last_us: median_of(&mut sync_last),
+        sync_wait_at_last_us: median_of(&mut wait_last),
+        checksum_at_last_us: median_of(&mut checksum_last),
+        rows_after_at_10_us: median_of(&mut rows_10),
+        rows_after_at_last_us: median_of(&mut rows_last),
+        flush_us: median_of(&mut flushes),
         rows_floor_us: rows_floor.map(|r| r.all_us),
         rows_floor_at_10_us: rows_floor.and_then(|r| r.at_10_us),
         rows_floor_at_last_us: rows_floor.map(|r| r.at_last_us),
