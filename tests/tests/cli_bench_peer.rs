@@ -86,15 +86,21 @@ echo "{\"save_us\": 1000.0, \"restore_us\": 300.0, \"list_us\": 20000.0, \"packa
     peers
 }
 
+/// A sandbox with the stand-in peer ([`fake_peer`]) and an empty scratch directory.
+fn with_fake_peer() -> (Sandbox, std::path::PathBuf, std::path::PathBuf) {
+    let sb = Sandbox::new();
+    let peers = fake_peer(&sb);
+    let scratch = sb.path().join("scratch");
+    std::fs::create_dir(&scratch).unwrap();
+    (sb, peers, scratch)
+}
+
 /// Each side's save over the page floor of its own loop, and their ratio: the save ratio with
 /// the disk's speed while each side ran divided out.
 #[cfg(unix)]
 #[test]
 fn bench_peer_sets_each_save_beside_the_page_floor_of_its_own_loop() {
-    let sb = Sandbox::new();
-    let peers = fake_peer(&sb);
-    let scratch = sb.path().join("scratch");
-    std::fs::create_dir(&scratch).unwrap();
+    let (sb, peers, scratch) = with_fake_peer();
     let args = [
         "--json",
         "--dir",
@@ -187,10 +193,7 @@ fn rounds_args<'a>(extra: &[&'a str], scratch: &'a std::path::Path, json: bool) 
 #[cfg(unix)]
 #[test]
 fn bench_peer_rounds_alternate_and_give_each_ratio_its_spread() {
-    let sb = Sandbox::new();
-    let peers = fake_peer(&sb);
-    let scratch = sb.path().join("scratch");
-    std::fs::create_dir(&scratch).unwrap();
+    let (sb, peers, scratch) = with_fake_peer();
     let args = |json: bool| {
         rounds_args(
             &[
@@ -268,10 +271,7 @@ fn bench_peer_rounds_alternate_and_give_each_ratio_its_spread() {
 #[cfg(unix)]
 #[test]
 fn bench_concurrent_rounds_give_the_saves_per_second_ratio_its_spread() {
-    let sb = Sandbox::new();
-    let peers = fake_peer(&sb);
-    let scratch = sb.path().join("scratch");
-    std::fs::create_dir(&scratch).unwrap();
+    let (sb, peers, scratch) = with_fake_peer();
     let args = |json: bool| {
         rounds_args(
             &["--concurrent", "2", "--saves", "3", "--mode", "files"],
