@@ -132,6 +132,12 @@ pub(crate) struct Slot<F: Fs> {
     epoch: u64,
     /// Where the last record appended starts, while it may be withdrawn.
     last: Option<u64>,
+    /// Writes records straight to the disk, the caller's work done during the flush (see
+    /// [`Slot::write_directly`]).
+    direct: Option<caf_uring::DirectAppender>,
+    /// Whether the last append's caller waited for the disk after its own work (see
+    /// [`Slot::append_then`]).
+    waited: bool,
 }
 
 /// The slots a store took when it opened.
@@ -243,6 +249,39 @@ impl<F: Fs> Slot<F> {
             broken: false,
             epoch: 0,
             last: None,
+            direct: None,
+            waited: true,
+        }
+    }
+
+    /// Has later appends write their records straight to the disk (`O_DIRECT`, `RWF_DSYNC`,
+    /// through io_uring: [`caf_uring`]), where the file system and the kernel allow it and `fs`
+    /// is the real one: the flush then needs no thread of its own, and the caller works while
+    /// the disk writes (see [`Slot::append_then`]). Whether they will.
+    pub(crate) fn write_directly(&mut self) -> bool {
+        if self.direct.is_none() && self.fs.direct_appends() {
+            self.direct = caf_uring::DirectAppender::open(&self.path).ok();
+        }
+        self.direct.is_some()
+    }
+
+    /// Whether the next append runs its `meanwhile` while the disk writes and flushes the
+    /// record (written directly), rather than just before the flush.
+    pub(crate) fn overlaps(&self) -> bool {
+        self.direct.is_some()
+    }
+
+    /// Whether the last append's caller waited for the disk after `meanwhile` (always, unless
+    /// written directly and `meanwhile` outlasted the disk): whether its time was the disk's.
+    pub(crate) fn waited_for_the_disk(&self) -> bool {
+        self.waited
+    }
+
+    /// The slot's file is written by other means than the direct appender: it reads back what
+    /// it needs next time.
+    fn written_aside(&mut self) {
+        if let Some(direct) = &mut self.direct {
+            direct.forget();
         }
     }
 
@@ -349,12 +388,14 @@ impl<F: Fs> Slot<F> {
     /// Writes zeros from the file's end up to `size` bytes, a page at a time
     /// ([`caf_core::store::write_zeros`]).
     fn write_zeros(&mut self, size: u64) -> io::Result<()> {
+        self.written_aside();
         let at = self.file.seek(SeekFrom::End(0))?;
         write_zeros(&self.fs, &self.file, &self.path, at, size)
     }
 
     /// Draws a new generation and writes it in the header (not flushed).
     fn empty_header(&mut self) -> io::Result<()> {
+        self.written_aside();
         self.generation = fastrand::u64(1..);
         let mut header = [0u8; 20];
         header[..8].copy_from_slice(MAGIC);
@@ -498,7 +539,10 @@ impl<F: Fs> Slot<F> {
     ///
     /// `meanwhile` runs once the record is written, before its flush: to hand work to another
     /// thread, which then runs while the disk flushes. It is not run when there is no room
-    /// (nothing written) or the write fails.
+    /// (nothing written) or the write fails. A slot that [`Slot::overlaps`] runs it while the
+    /// disk writes and flushes the record, then waits for the disk: the caller may do the work
+    /// itself. Should a direct write fail, the record is written again as any other (and so
+    /// are the slot's later records), `meanwhile` not run twice.
     pub(crate) fn append_then(
         &mut self,
         kind: Kind,
@@ -515,6 +559,23 @@ impl<F: Fs> Slot<F> {
             return Ok(None);
         }
         let head = self.head(kind, payload);
+        let mut meanwhile = Some(meanwhile);
+        let mut run = || {
+            if let Some(m) = meanwhile.take() {
+                m();
+            }
+        };
+        if let Some(direct) = &mut self.direct {
+            match direct.append_then(self.at, &[&head, payload], &mut run) {
+                Ok(waited) => {
+                    self.waited = waited == caf_uring::Waited::ForTheDisk;
+                    return Ok(Some(self.appended(len)));
+                }
+                // Written as any other record, below; so are the next ones.
+                Err(_) => self.direct = None,
+            }
+        }
+        self.waited = true;
         self.file.seek(SeekFrom::Start(self.at))?;
         if payload.len() <= 64 << 10 {
             // Small: in one write.
@@ -526,12 +587,17 @@ impl<F: Fs> Slot<F> {
             write_all(&self.fs, &self.file, &self.path, &head)?;
             write_all(&self.fs, &self.file, &self.path, payload)?;
         }
-        meanwhile();
+        run();
         self.fs.sync_data(&self.file, &self.path)?;
+        Ok(Some(self.appended(len)))
+    }
+
+    /// Counts the record of `len` bytes just appended: its number.
+    fn appended(&mut self, len: u64) -> u64 {
         let number = self.next;
         self.last = Some(self.at);
         self.advance(len);
-        Ok(Some(number))
+        number
     }
 
     /// Withdraws the last record appended, `number` (an error if another was appended since):
@@ -551,6 +617,7 @@ impl<F: Fs> Slot<F> {
         self.at = at;
         self.next = number;
         self.last = None;
+        self.written_aside();
         self.file.seek(SeekFrom::Start(at))?;
         write_all(&self.fs, &self.file, &self.path, &[0u8; RECORD as usize])?;
         self.fs.sync_data(&self.file, &self.path)

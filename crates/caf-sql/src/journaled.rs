@@ -43,6 +43,10 @@ struct Queue {
     /// [`JournaledStore::queue`]): the next save's helper, or the helper once idle, or
     /// whoever waits for the writer, wakes it.
     deferred: bool,
+    /// The writer is waiting for work, as it does for a while after a batch, with a timeout
+    /// ([`LINGER`]): it looks at the queue again by itself within [`DEFERRED_AT_MOST`], so a
+    /// save that does its work on its own thread can leave its job to it (see [`Defer`]).
+    lingering: bool,
 }
 
 impl Queue {
@@ -77,6 +81,22 @@ fn wake_deferred_unless_saving<F: Fs>(shared: &Shared<F>) -> bool {
 /// deferred job itself.
 const DEFERRED_AT_MOST: std::time::Duration = std::time::Duration::from_millis(1);
 
+/// How long after a batch the writer, waiting for work, looks at its queue by itself each
+/// [`DEFERRED_AT_MOST`] ([`Queue::lingering`]), before it waits to be woken.
+const LINGER: std::time::Duration = std::time::Duration::from_millis(20);
+
+/// Who wakes the writer for a save's job, when it waits for work.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Defer {
+    /// The save, once queued.
+    No,
+    /// The next save's helper, during that save's flush, or the helper once idle.
+    ToHelper,
+    /// The next save, during its flush (its own work, written directly: [`Slot::overlaps`]),
+    /// or the writer itself if it lingers ([`Queue::lingering`]); the save, if it does not.
+    ToNextSave,
+}
+
 /// A save defers waking the writer only when the store's last append took less than this: its
 /// helper's idle wait then ends after the save (not during a long flush, to look again), and
 /// where appends take longer (many agents on one disk) a wake-up is a small part of a save.
@@ -99,6 +119,9 @@ struct Shared<F: Fs> {
     done: Condvar,
     /// Whether a save hashes its file during its flush.
     pace: HashPace,
+    /// Whether the writer lingers after a batch ([`Queue::lingering`]): when the slot's records
+    /// are written directly, whose saves wake no helper.
+    lingers: bool,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -159,12 +182,23 @@ pub struct JournalOptions {
     /// MiB) is saved as the hybrid store saves, with its own flushes. Most records are
     /// revisions of the execution's save before, a few KB.
     pub slot_bytes: u64,
+    /// Whether records are written straight to the disk (`O_DIRECT` with `RWF_DSYNC`, through
+    /// io_uring: the `caf-uring` crate) where the kernel and the file system allow it, the
+    /// save's own work (its file's text) done on its own thread while the disk writes and
+    /// flushes. Otherwise, or where they do not (not Linux, no io_uring, no `O_DIRECT`), a
+    /// record is written, then flushed (`fdatasync`) while a helper thread does that work. On
+    /// by default, unless the environment variable `CAF_JOURNAL_DIRECT` is `0`, `off` or
+    /// `false`.
+    pub direct: bool,
 }
 
 impl Default for JournalOptions {
     fn default() -> Self {
+        let off = std::env::var("CAF_JOURNAL_DIRECT")
+            .is_ok_and(|v| matches!(v.trim(), "0" | "off" | "false"));
         Self {
             slot_bytes: DEFAULT_SLOT_BYTES,
+            direct: !off,
         }
     }
 }
@@ -207,7 +241,7 @@ impl<F: Fs> JournaledStore<F> {
             Err(e) => return Ok(Err((hybrid, e))),
         };
         let size = options.slot_bytes.max(MIN_SLOT_BYTES);
-        let (ours, mut others, records) = match Slot::take_all(hybrid.files().fs(), &dir, size) {
+        let (mut ours, mut others, records) = match Slot::take_all(hybrid.files().fs(), &dir, size) {
             Ok(Taken {
                 ours: Some(ours),
                 others,
@@ -219,6 +253,7 @@ impl<F: Fs> JournaledStore<F> {
             }
             Err(e) => return Ok(Err((hybrid, Error::io(&dir, e)))),
         };
+        let lingers = options.direct && ours.write_directly();
         let held = ours.holds_records() || !others.is_empty();
         let replayed = apply(&hybrid, records, &store_id, &dir)?;
         let shared = Arc::new(Shared {
@@ -233,10 +268,12 @@ impl<F: Fs> JournaledStore<F> {
                 stop: false,
                 waiting: false,
                 deferred: false,
+                lingering: false,
             }),
             work: Condvar::new(),
             done: Condvar::new(),
             pace: HashPace::default(),
+            lingers,
         });
         if held {
             let mut slot = lock(&shared.slot);
@@ -635,6 +672,8 @@ impl Queue {
 /// mark after the last ([`HybridStore::save_batch`]). The agent does not wait for them, so when
 /// it saves faster than they are written, the queue's saves share a commit.
 fn write_queue<F: Fs>(shared: &Shared<F>) {
+    // When the writer last finished a batch.
+    let mut wrote: Option<Instant> = None;
     loop {
         let Batch {
             saves: batch,
@@ -661,8 +700,17 @@ fn write_queue<F: Fs>(shared: &Shared<F>) {
                     return;
                 }
                 q.waiting = true;
-                q = shared.work.wait(q).unwrap_or_else(|p| p.into_inner());
+                q.lingering = shared.lingers && wrote.is_some_and(|t| t.elapsed() < LINGER);
+                q = if q.lingering {
+                    shared
+                        .work
+                        .wait_timeout(q, DEFERRED_AT_MOST)
+                        .map_or_else(|p| p.into_inner().0, |(q, _)| q)
+                } else {
+                    shared.work.wait(q).unwrap_or_else(|p| p.into_inner())
+                };
                 q.waiting = false;
+                q.lingering = false;
             }
         };
         let hybrid = &shared.hybrid;
@@ -695,6 +743,7 @@ fn write_queue<F: Fs>(shared: &Shared<F>) {
         q.busy = false;
         drop(q);
         shared.done.notify_all();
+        wrote = Some(Instant::now());
     }
 }
 
@@ -770,7 +819,7 @@ impl<F: Fs> JournaledStore<F> {
         number: u64,
         done: Done,
         helped: bool,
-        defer: bool,
+        defer: Defer,
     ) -> CheckpointSummary {
         let len = done.text.len();
         let summary = CheckpointSummary::of(&done.owned, len as u64);
@@ -785,10 +834,16 @@ impl<F: Fs> JournaledStore<F> {
         let mut q = lock(&self.shared.queue);
         q.jobs.push_back(job);
         if q.waiting {
-            if defer {
-                // Woken by the next save's helper while that save's record is flushed, or by
-                // the helper once idle (after [`DEFERRED_AT_MOST`]): waking a thread costs the
-                // waker a few microseconds, which this save would pay after its flush.
+            // Woken by the next save (its helper, or itself) while that save's record is
+            // flushed, or by the helper once idle, or by the writer itself if it lingers (within
+            // [`DEFERRED_AT_MOST`]): waking a thread costs the waker a few microseconds, which
+            // this save would pay after its flush.
+            let deferred = match defer {
+                Defer::No => false,
+                Defer::ToHelper => true,
+                Defer::ToNextSave => q.lingering,
+            };
+            if deferred {
                 q.deferred = true;
             } else {
                 self.shared.work.notify_one();
@@ -844,28 +899,48 @@ impl<F: Fs> CheckpointStore for JournaledStore<F> {
         let mut checked = Some(checked.map_err(encode_error)?);
         if let Some((record, base)) = revised {
             let mut pending = None;
-            let mut defer = self.shared.pace.appends_quicker(DEFER_BELOW);
+            let quick = self.shared.pace.appends_quicker(DEFER_BELOW);
+            // Written directly, the record needs no thread to wait for its flush: this one does
+            // the work meanwhile, and no helper is woken (docs/benchmarks.md, 2026-11-29).
+            let inline = slot.overlaps();
+            let mut defer = match (quick, inline) {
+                (false, _) => Defer::No,
+                (true, false) => Defer::ToHelper,
+                (true, true) => Defer::ToNextSave,
+            };
             let started = Instant::now();
             let appended = slot.append_then(Kind::Revision, &record, || {
                 if let Some(checked) = checked.take() {
                     let shared = Arc::clone(&self.shared);
                     let task = move || {
-                        // The base's memory is given back here, not on the saving thread.
+                        // The base's memory is given back here, not on the saving thread (or
+                        // during the flush, on it).
                         drop(base);
                         let text = shared.hybrid.files().encode_checked_unsealed(&checked)?;
                         let done = after_flush(&shared.pace, writer_behind, checked, text);
                         wake_deferred(&shared);
                         Ok(done)
                     };
-                    let running = self.helper.run_idle(task, defer);
+                    let running = if inline {
+                        helper::Pending::Done(
+                            std::panic::catch_unwind(std::panic::AssertUnwindSafe(task)).ok(),
+                        )
+                    } else {
+                        self.helper.run_idle(task, defer == Defer::ToHelper)
+                    };
                     // Without a helper thread, nobody would wake the writer later.
-                    defer &= running.on_helper();
+                    if defer == Defer::ToHelper && !running.on_helper() {
+                        defer = Defer::No;
+                    }
                     pending = Some(running);
                 }
             });
             let appended = appended.map_err(|e| Error::io(slot.path(), e))?;
             if let (Some(number), Some(pending)) = (appended, pending) {
-                self.shared.pace.appended(started.elapsed());
+                // The append's time is the disk's unless the work outlasted it.
+                if slot.waited_for_the_disk() {
+                    self.shared.pace.appended(started.elapsed());
+                }
                 let done = pending
                     .wait()
                     .unwrap_or_else(|| Err(encode_error(stopped_short())));
@@ -903,7 +978,7 @@ impl<F: Fs> CheckpointStore for JournaledStore<F> {
             Some(number) => {
                 // After the flush here: hashing now would only add to the save's time.
                 let done = after_flush(&self.shared.pace, false, checked, text);
-                Ok(self.queue(&slot, &mut bases, number, done, false, false))
+                Ok(self.queue(&slot, &mut bases, number, done, false, Defer::No))
             }
             // Larger than the journal: saved as the hybrid store saves (the writer is idle).
             None => hybrid.save_redacted(checked.get(), FileBytes::Unsealed(text)),
@@ -970,13 +1045,34 @@ mod tests {
 
     /// A journaled store in `dir` (files in `files/`), and its database's URL.
     fn journaled_in(dir: &std::path::Path) -> (JournaledStore, String) {
+        journaled_with(dir, JournalOptions::default().direct)
+    }
+
+    /// [`journaled_in`], its records written `direct`ly where the disk allows.
+    fn journaled_with(dir: &std::path::Path, direct: bool) -> (JournaledStore, String) {
         let url = format!("sqlite://{}", dir.join("caf.db").display());
         let hybrid = HybridStore::new(
             FileStore::open(dir.join("files")).unwrap(),
             SqlStore::open(&url).unwrap(),
         )
         .unwrap();
-        (JournaledStore::open(hybrid).unwrap(), url)
+        let options = JournalOptions {
+            direct,
+            ..JournalOptions::default()
+        };
+        (JournaledStore::open_with(hybrid, options).unwrap(), url)
+    }
+
+    /// A store whose records are written directly, or `None` (said) where this machine's
+    /// kernel or file system cannot.
+    fn direct_or_skip(dir: &std::path::Path) -> Option<(JournaledStore, String)> {
+        let (store, url) = journaled_with(dir, true);
+        if lock(&store.shared.slot).overlaps() {
+            Some((store, url))
+        } else {
+            eprintln!("SKIPPED: no direct appends on this machine (io_uring, O_DIRECT)");
+            None
+        }
     }
 
     /// A save queued after the writer failed is dropped from the queue by the writer (the
@@ -1117,7 +1213,8 @@ mod tests {
         append: Duration,
     ) -> (tempfile::TempDir, JournaledStore, String, Vec<Checkpoint>) {
         let dir = tempfile::tempdir().unwrap();
-        let (mut store, url) = journaled_in(dir.path());
+        // The helper's part: records written, then flushed.
+        let (mut store, url) = journaled_with(dir.path(), false);
         if !helper_idles {
             store.helper = Helper::start();
         }
@@ -1290,5 +1387,99 @@ mod tests {
         }
         store.flush().unwrap();
         all_saved(&store, dir.path(), &url, &saved);
+    }
+
+    /// Written directly, a save does its own work during the flush (no helper), and a store
+    /// abandoned after such saves (a crash: nothing of them reached the database or the files)
+    /// gives them all back when opened again, from records the buffered reader reads.
+    #[cfg(feature = "test-support")]
+    #[test]
+    fn records_written_directly_are_applied_when_the_store_opens_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let Some((store, url)) = direct_or_skip(dir.path()) else {
+            return;
+        };
+        let saved = crate::journal_revision::tests::steps(12);
+        // Held by another connection: the writer writes nothing while the saves are made.
+        let held = hold_writer_lock(dir.path());
+        store.save(&saved[0]).unwrap();
+        writer_waiting(&store);
+        for c in &saved[1..] {
+            store.save(c).unwrap();
+        }
+        assert!(lock(&store.shared.slot).overlaps(), "still written directly");
+        // The writer writes the batch it holds (the first save) once the lock is let go, then
+        // stops; the others are dropped.
+        let release = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(100));
+            drop(held);
+        });
+        store.abandon();
+        release.join().unwrap();
+        let (again, _) = journaled_with(dir.path(), true);
+        assert_eq!(again.replayed(), saved.len() - 1, "the saves dropped applied");
+        all_saved(&again, dir.path(), &url, &saved);
+    }
+
+    /// A save written directly leaves its job to a writer that lingers after a batch: the
+    /// writer writes it by itself, with no other call. A writer that waits to be woken (no
+    /// batch lately) is woken by the save.
+    #[test]
+    fn a_lingering_writer_takes_a_direct_saves_job_by_itself_and_a_waiting_one_is_woken() {
+        let dir = tempfile::tempdir().unwrap();
+        let Some((store, url)) = direct_or_skip(dir.path()) else {
+            return;
+        };
+        let saved = crate::journal_revision::tests::steps(3);
+        store.save(&saved[0]).unwrap();
+        writer_idle(&store);
+        store.shared.pace.appended(Duration::ZERO);
+        store.save(&saved[1]).unwrap();
+        assert_eq!(seen_by_another(&url, 2), 2, "the lingering writer wrote it");
+        // Long after the last batch the writer no longer lingers: the save wakes it.
+        std::thread::sleep(LINGER + Duration::from_millis(30));
+        writer_idle(&store);
+        assert!(!lock(&store.shared.queue).lingering);
+        store.shared.pace.appended(Duration::ZERO);
+        store.save(&saved[2]).unwrap();
+        assert!(
+            !lock(&store.shared.queue).deferred,
+            "not left to a writer that waits to be woken"
+        );
+        assert_eq!(seen_by_another(&url, 3), 3, "the save woke the writer");
+        all_saved(&store, dir.path(), &url, &saved);
+    }
+
+    /// Records written directly, then the slot written by other means (a record withdrawn),
+    /// then directly again: the journal reads back exactly the records that count.
+    #[test]
+    fn a_withdrawn_record_between_direct_appends_leaves_the_slot_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("slots");
+        let mut taken = Slot::take_all(&caf_core::store::RealFs, &path, 64 << 10).unwrap();
+        let slot = taken.ours.as_mut().unwrap();
+        if !slot.write_directly() {
+            eprintln!("SKIPPED: no direct appends on this machine (io_uring, O_DIRECT)");
+            return;
+        }
+        let mut ran = 0;
+        let a = slot.append_then(Kind::Text, b"first", || ran += 1).unwrap();
+        let b = slot.append_then(Kind::Text, &[b'x'; 5000], || ran += 1).unwrap();
+        assert_eq!((a, b, ran), (Some(0), Some(1), 2));
+        slot.withdraw_last(1).unwrap();
+        slot.append_then(Kind::Text, b"second", || ran += 1).unwrap();
+        assert!(slot.overlaps(), "still written directly");
+        drop(taken);
+        let mut again = Slot::take_all(&caf_core::store::RealFs, &path, 64 << 10).unwrap();
+        let texts: Vec<Vec<u8>> = again.records[0]
+            .records
+            .iter()
+            .map(|(_, r)| match r {
+                crate::journal::Record::Text(t) => t.clone(),
+                other => panic!("not a text: {other:?}"),
+            })
+            .collect();
+        assert_eq!(texts, vec![b"first".to_vec(), b"second".to_vec()]);
+        again.ours.as_mut().unwrap().empty().unwrap();
     }
 }

@@ -112,6 +112,12 @@ pub trait Fs: sealed::Sealed + Clone + Send + Sync + std::fmt::Debug + 'static {
     /// Flushes everything written on the file system holding `dir` (`syncfs` on Linux; elsewhere
     /// only the directory, see [`sync_file_system`](super::sync_file_system)).
     fn sync_fs(&self, dir: &Path) -> io::Result<()>;
+    /// Whether a journal may write its records straight to the disk, past these methods
+    /// (`O_DIRECT` through io_uring: `caf-sql`'s journal). The real file system's answer; a
+    /// test double, which must see every write, says no.
+    fn direct_appends(&self) -> bool {
+        false
+    }
 }
 
 /// The real file system: each method is the `std` (or `syncfs`) call it names. Zero-sized.
@@ -121,6 +127,10 @@ pub struct RealFs;
 impl sealed::Sealed for RealFs {}
 
 impl Fs for RealFs {
+    fn direct_appends(&self) -> bool {
+        true
+    }
+
     #[inline]
     fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
         std::fs::create_dir_all(dir)
