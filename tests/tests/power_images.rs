@@ -325,6 +325,8 @@ fn record_journaled(steps: usize) -> Recorded {
         store,
         JournalOptions {
             slot_bytes: SLOT_BYTES,
+            // The test file system sees every write: records go through it, then are flushed.
+            ..JournalOptions::default()
         },
     )
     .unwrap();
@@ -557,6 +559,7 @@ fn open_journaled_image(
     let recovery = hybrid.recovery().clone();
     let options = JournalOptions {
         slot_bytes: SLOT_BYTES,
+        ..JournalOptions::default()
     };
     let store = JournaledStore::open_with(hybrid, options)
         .map_err(|e| format!("opening the journal: {e}"))?;

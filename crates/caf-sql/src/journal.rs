@@ -10,7 +10,10 @@
 //! **delta**, the number of an earlier record and how the text differs from its text
 //! ([`crate::journal_delta`]: what the journal wrote before revisions, still read). A slot is
 //! written in full with zeros when it is made, so that appending a record changes no metadata
-//! and its `fdatasync` writes the record alone, as SQLite's reused write-ahead log does.
+//! and its `fdatasync` writes the record alone, as SQLite's reused write-ahead log does. Where
+//! the system allows, the store's own slot writes its records straight to the disk instead
+//! ([`Slot::write_directly`], crate `caf-uring`), durable in one `O_DIRECT` write with
+//! `RWF_DSYNC`.
 //!
 //! A delta's or a revision's CRC-32 covers its magic as well (a whole record's, as before,
 //! does not).

@@ -241,7 +241,8 @@ impl<F: Fs> JournaledStore<F> {
             Err(e) => return Ok(Err((hybrid, e))),
         };
         let size = options.slot_bytes.max(MIN_SLOT_BYTES);
-        let (mut ours, mut others, records) = match Slot::take_all(hybrid.files().fs(), &dir, size) {
+        let (mut ours, mut others, records) = match Slot::take_all(hybrid.files().fs(), &dir, size)
+        {
             Ok(Taken {
                 ours: Some(ours),
                 others,
@@ -1407,7 +1408,10 @@ mod tests {
         for c in &saved[1..] {
             store.save(c).unwrap();
         }
-        assert!(lock(&store.shared.slot).overlaps(), "still written directly");
+        assert!(
+            lock(&store.shared.slot).overlaps(),
+            "still written directly"
+        );
         // The writer writes the batch it holds (the first save) once the lock is let go, then
         // stops; the others are dropped.
         let release = std::thread::spawn(move || {
@@ -1417,7 +1421,11 @@ mod tests {
         store.abandon();
         release.join().unwrap();
         let (again, _) = journaled_with(dir.path(), true);
-        assert_eq!(again.replayed(), saved.len() - 1, "the saves dropped applied");
+        assert_eq!(
+            again.replayed(),
+            saved.len() - 1,
+            "the saves dropped applied"
+        );
         all_saved(&again, dir.path(), &url, &saved);
     }
 
@@ -1464,10 +1472,13 @@ mod tests {
         }
         let mut ran = 0;
         let a = slot.append_then(Kind::Text, b"first", || ran += 1).unwrap();
-        let b = slot.append_then(Kind::Text, &[b'x'; 5000], || ran += 1).unwrap();
+        let b = slot
+            .append_then(Kind::Text, &[b'x'; 5000], || ran += 1)
+            .unwrap();
         assert_eq!((a, b, ran), (Some(0), Some(1), 2));
         slot.withdraw_last(1).unwrap();
-        slot.append_then(Kind::Text, b"second", || ran += 1).unwrap();
+        slot.append_then(Kind::Text, b"second", || ran += 1)
+            .unwrap();
         assert!(slot.overlaps(), "still written directly");
         drop(taken);
         let mut again = Slot::take_all(&caf_core::store::RealFs, &path, 64 << 10).unwrap();

@@ -121,7 +121,9 @@ impl DirectAppender {
         if skip > 0 {
             match tail {
                 Some((n, kept)) if n == first => self.pages[0] = *kept,
-                _ => self.file.read_exact_at(&mut self.pages[0].0, first * page)?,
+                _ => self
+                    .file
+                    .read_exact_at(&mut self.pages[0].0, first * page)?,
             }
             // What followed there goes: the rest is the append's, then zeros.
             self.pages[0].0[skip..].fill(0);
@@ -363,7 +365,9 @@ mod tests {
         };
         // Reading back the page it starts in fails: the file ends before it.
         let mut ran = false;
-        assert!(a.append_then(PAGE as u64 + 10, &[b"x"], || ran = true).is_err());
+        assert!(a
+            .append_then(PAGE as u64 + 10, &[b"x"], || ran = true)
+            .is_err());
         assert!(!ran, "not run when nothing was written");
         a.append_then(0, &[b"ok"], || {}).unwrap();
         assert_eq!(&std::fs::read(&path).unwrap()[..3], b"ok\0");

@@ -208,9 +208,10 @@ fn durability(mode: Mode) -> (bool, String) {
         Mode::FilesSqlite => match default {
             caf_sql::Durability::Default => (
                 true,
-                "one flush per save: an append to the store's journal and its fdatasync; file \
-                 and rows written after, unflushed (SQLite WAL, synchronous=NORMAL), applied \
-                 again from the journal after a crash"
+                "one flush per save: an append to the store's journal, written directly with \
+                 RWF_DSYNC (io_uring) where the system allows, else written and fdatasync'd; \
+                 file and rows written after, unflushed (SQLite WAL, synchronous=NORMAL), \
+                 applied again from the journal after a crash"
                     .into(),
             ),
             _ => (
