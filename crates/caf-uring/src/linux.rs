@@ -284,9 +284,13 @@ mod tests {
         path
     }
 
-    fn open_or_skip(path: &Path) -> Option<DirectAppender> {
-        match DirectAppender::open(path) {
-            Ok(a) => Some(a),
+    /// A file of `pages` pages (see [`file_of`]) in a new directory and an appender for it, or
+    /// `None` (said) where this machine cannot append directly.
+    fn appender(pages: usize) -> Option<(tempfile::TempDir, std::path::PathBuf, DirectAppender)> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = file_of(dir.path(), pages);
+        match DirectAppender::open(&path) {
+            Ok(a) => Some((dir, path, a)),
             Err(e) => {
                 eprintln!("SKIPPED: no direct appends here ({e})");
                 None
@@ -296,9 +300,7 @@ mod tests {
 
     #[test]
     fn appends_keep_the_bytes_before_them_and_zero_the_rest_of_their_last_page() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = file_of(dir.path(), 4);
-        let Some(mut a) = open_or_skip(&path) else {
+        let Some((_dir, path, mut a)) = appender(4) else {
             return;
         };
         let mut ran = 0;
@@ -322,9 +324,7 @@ mod tests {
 
     #[test]
     fn after_forget_the_first_page_is_read_back_as_the_disk_holds_it() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = file_of(dir.path(), 2);
-        let Some(mut a) = open_or_skip(&path) else {
+        let Some((_dir, path, mut a)) = appender(2) else {
             return;
         };
         a.append_then(8, &[b"one"], || {}).unwrap();
@@ -340,9 +340,7 @@ mod tests {
 
     #[test]
     fn what_meanwhile_does_runs_before_the_append_returns_and_a_panic_in_it_waits_for_the_disk() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = file_of(dir.path(), 2);
-        let Some(mut a) = open_or_skip(&path) else {
+        let Some((_dir, path, mut a)) = appender(2) else {
             return;
         };
         let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -358,9 +356,7 @@ mod tests {
 
     #[test]
     fn a_write_past_the_file_is_an_error_and_the_appender_goes_on() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = file_of(dir.path(), 1);
-        let Some(mut a) = open_or_skip(&path) else {
+        let Some((_dir, path, mut a)) = appender(1) else {
             return;
         };
         // Reading back the page it starts in fails: the file ends before it.
