@@ -363,7 +363,10 @@ impl<F: Fs> Slot<F> {
     /// `made` is removed (it takes none: a full disk) and the error returned; another one keeps
     /// its size, if its header is whole.
     fn grow(&mut self, size: u64, made: bool) -> io::Result<()> {
-        let size = size.clamp(MIN_SLOT_BYTES, MAX_SLOT_BYTES);
+        // Whole pages: a direct append never reaches past the file's end.
+        let size = size
+            .clamp(MIN_SLOT_BYTES, MAX_SLOT_BYTES)
+            .next_multiple_of(HEADER);
         let whole = self.size >= MIN_SLOT_BYTES && self.generation_read().is_some();
         if whole && self.size >= size {
             return Ok(());
@@ -574,6 +577,8 @@ impl<F: Fs> Slot<F> {
                     self.waited = waited == caf_uring::Waited::ForTheDisk;
                     return Ok(Some(self.appended(len)));
                 }
+                // A write that may still land: nothing goes over its pages another way.
+                Err(e) if direct.is_stuck() => return Err(e),
                 // Written as any other record, below; so are the next ones.
                 Err(_) => self.direct = None,
             }
@@ -700,6 +705,25 @@ mod tests {
 
     fn record(n: u8) -> Vec<u8> {
         vec![n; 1000 + usize::from(n)]
+    }
+
+    /// A slot asked for a size that is not whole pages has whole pages: records near its end
+    /// are still written directly (within the file, at page granularity), and read back.
+    #[test]
+    fn a_slot_is_whole_pages_and_its_last_page_takes_direct_appends() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut taken = Slot::take_all(&RealFs, dir.path(), 3 * HEADER + 100).unwrap();
+        let slot = taken.ours.as_mut().unwrap();
+        assert_eq!(std::fs::metadata(slot.path()).unwrap().len(), 4 * HEADER);
+        let direct = slot.write_directly();
+        // Two records, the second ending in the last page.
+        let first = vec![1u8; 2 * HEADER as usize];
+        let second = vec![2u8; HEADER as usize - 200];
+        assert_eq!(slot.append(&first).unwrap(), Some(0));
+        assert_eq!(slot.append(&second).unwrap(), Some(1));
+        assert_eq!(slot.overlaps(), direct, "no direct write failed");
+        drop(taken);
+        assert_eq!(records(&take(dir.path())), vec![first, second]);
     }
 
     /// Every record taken, in order (a revision's payload as it is).

@@ -17,6 +17,7 @@ use caf_core::{
 };
 use helper::Helper;
 use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::Instant;
@@ -119,9 +120,9 @@ struct Shared<F: Fs> {
     done: Condvar,
     /// Whether a save hashes its file during its flush.
     pace: HashPace,
-    /// Whether the writer lingers after a batch ([`Queue::lingering`]): when the slot's records
-    /// are written directly, whose saves wake no helper.
-    lingers: bool,
+    /// Whether the writer lingers after a batch ([`Queue::lingering`]): while the slot's
+    /// records are written directly, whose saves wake no helper.
+    lingers: AtomicBool,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -274,7 +275,7 @@ impl<F: Fs> JournaledStore<F> {
             work: Condvar::new(),
             done: Condvar::new(),
             pace: HashPace::default(),
-            lingers,
+            lingers: AtomicBool::new(lingers),
         });
         if held {
             let mut slot = lock(&shared.slot);
@@ -701,7 +702,8 @@ fn write_queue<F: Fs>(shared: &Shared<F>) {
                     return;
                 }
                 q.waiting = true;
-                q.lingering = shared.lingers && wrote.is_some_and(|t| t.elapsed() < LINGER);
+                q.lingering = shared.lingers.load(Ordering::Relaxed)
+                    && wrote.is_some_and(|t| t.elapsed() < LINGER);
                 q = if q.lingering {
                     shared
                         .work
@@ -936,6 +938,11 @@ impl<F: Fs> CheckpointStore for JournaledStore<F> {
                     pending = Some(running);
                 }
             });
+            if inline && !slot.overlaps() {
+                // A direct write failed: the slot writes as any other from now on, its saves
+                // waking the helper.
+                self.shared.lingers.store(false, Ordering::Relaxed);
+            }
             let appended = appended.map_err(|e| Error::io(slot.path(), e))?;
             if let (Some(number), Some(pending)) = (appended, pending) {
                 // The append's time is the disk's unless the work outlasted it.

@@ -15,6 +15,9 @@ struct Page([u8; PAGE]);
 
 const ZEROS: Page = Page([0; PAGE]);
 
+/// The pages an appender keeps between appends (a journal record is a few KB).
+const KEPT_PAGES: usize = 16;
+
 /// Appends to a file written in full beforehand (a journal slot), each durable when
 /// [`DirectAppender::append_then`] returns, the caller's own work run while the disk writes and
 /// flushes. See the crate's documentation.
@@ -64,6 +67,12 @@ impl DirectAppender {
             stuck: false,
             cached: true,
         })
+    }
+
+    /// Whether a write's completion could not be waited for: it may still land, so nothing may
+    /// be written over its pages by other means (this appender refuses every append).
+    pub fn is_stuck(&self) -> bool {
+        self.stuck
     }
 
     /// Forgets the last page written: the file was written since by other means, so the next
@@ -177,6 +186,8 @@ impl DirectAppender {
             .pages
             .last()
             .map(|last| (first + count as u64 - 1, Box::new(*last)));
+        // A large record's pages are not kept for the small ones after it.
+        self.pages.shrink_to(KEPT_PAGES);
         Ok(waited)
     }
 
@@ -234,7 +245,8 @@ struct Reap<'a> {
 }
 
 impl Reap<'_> {
-    /// Whether the completion has come (taken if so).
+    /// Whether the completion has come (taken if so). The kernel may post it only when this
+    /// thread next enters it, so "not yet" can be late: [`Waited`] is a hint.
     fn ready(&mut self) -> bool {
         if self.done.is_none() {
             self.done = self.ring.completion().next().map(|c| c.result());
@@ -250,7 +262,12 @@ impl Reap<'_> {
             }
             match self.ring.submit_and_wait(1) {
                 Ok(_) => {}
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                // A signal, or the kernel short of memory for a moment: wait again.
+                Err(e)
+                    if matches!(
+                        e.raw_os_error(),
+                        Some(libc::EINTR | libc::EAGAIN | libc::EBUSY)
+                    ) => {}
                 Err(e) => {
                     *self.stuck = true;
                     return Err(e);
