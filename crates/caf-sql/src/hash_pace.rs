@@ -1,9 +1,10 @@
 //! [`HashPace`]: whether a journaled save hashes its file while the disk flushes its record.
 //!
 //! A journaled save appends its record (mostly a revision) and waits for the flush, while the
-//! store's helper thread encodes the file's text; the file's checksum (SHA-256 of the document)
-//! is computed either by the store's writer thread, later, or by the helper right after the
-//! text, during that wait, while the bytes are still in its core's cache. The writer is best when it
+//! store's helper thread (or the saving thread itself, when the record is written directly)
+//! encodes the file's text; the file's checksum (SHA-256 of the document) is computed either by
+//! the store's writer thread, later, or by that thread right after the text, during that wait,
+//! while the bytes are still in its core's cache. The writer is best when it
 //! is idle and a core is free for it: the save then does not wait for the hash. When saves come
 //! faster than the writer writes them (many agents on few cores), hashing during the flush
 //! takes that work off the writer, at no cost to the save as long as the flush outlasts the
