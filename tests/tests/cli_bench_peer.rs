@@ -170,6 +170,18 @@ fn bench_peer_sets_each_save_beside_the_page_floor_of_its_own_loop() {
 }
 
 /// `caf [--json] --dir store bench --peer langgraph --rounds 3 EXTRA… --scratch SCRATCH`.
+/// Asserts that `spread` (a ratio's median, least and greatest over three rounds) is made of
+/// `each`, the rounds' own ratios: their middle, least and greatest.
+fn assert_spread_of(spread: &serde_json::Value, mut each: Vec<f64>, what: &str) {
+    each.sort_by(f64::total_cmp);
+    let got = |k: &str| spread[k].as_f64();
+    assert_eq!(
+        (got("min"), got("median"), got("max")),
+        (Some(each[0]), Some(each[1]), Some(each[2])),
+        "{what}"
+    );
+}
+
 fn rounds_args<'a>(extra: &[&'a str], scratch: &'a std::path::Path, json: bool) -> Vec<&'a str> {
     let mut v = vec![
         "--dir",
@@ -231,15 +243,11 @@ fn bench_peer_rounds_alternate_and_give_each_ratio_its_spread() {
     assert_eq!(modes, ["files", "sqlite"], "{out}");
     for (i, m) in spread.iter().enumerate() {
         for key in ["save", "save_in_page_floors", "restore", "list"] {
-            // The round's own ratios, sorted: the spread is their middle, least and greatest.
-            let mut each: Vec<f64> = rounds
+            let each = rounds
                 .iter()
                 .map(|r| r["ratios"][i][key].as_f64().unwrap())
                 .collect();
-            each.sort_by(f64::total_cmp);
-            assert_eq!(m[key]["min"].as_f64(), Some(each[0]), "{key}: {out}");
-            assert_eq!(m[key]["median"].as_f64(), Some(each[1]), "{key}: {out}");
-            assert_eq!(m[key]["max"].as_f64(), Some(each[2]), "{key}: {out}");
+            assert_spread_of(&m[key], each, &format!("{key}: {out}"));
         }
     }
     // Every round's peer reported half of 1,000 µs over a page floor of 400.
@@ -289,7 +297,7 @@ fn bench_concurrent_rounds_give_the_saves_per_second_ratio_its_spread() {
         .map(|r| r["peer_first"].as_bool().unwrap())
         .collect();
     assert_eq!(order, [false, true, false], "{out}");
-    let mut each: Vec<f64> = rounds
+    let each: Vec<f64> = rounds
         .iter()
         .map(|r| {
             let caf = &r["caf"][0];
@@ -301,19 +309,9 @@ fn bench_concurrent_rounds_give_the_saves_per_second_ratio_its_spread() {
             ratio
         })
         .collect();
-    each.sort_by(f64::total_cmp);
     let spread = &out["spread"][0];
     assert_eq!(spread["mode"].as_str(), Some("files"), "{out}");
-    let got = &spread["saves_per_s"];
-    assert_eq!(
-        (
-            got["min"].as_f64(),
-            got["median"].as_f64(),
-            got["max"].as_f64()
-        ),
-        (Some(each[0]), Some(each[1]), Some(each[2])),
-        "{out}"
-    );
+    assert_spread_of(&spread["saves_per_s"], each, &out.to_string());
     assert!(
         out["floor_with_checksums"]["median"].as_f64().unwrap() > 0.0,
         "{out}"

@@ -288,6 +288,13 @@ impl<F: Fs> Slot<F> {
         }
     }
 
+    /// Writes `bytes` at `at` through the file system, not flushed ([`Slot::written_aside`]).
+    fn write_aside(&mut self, at: u64, bytes: &[u8]) -> io::Result<()> {
+        self.written_aside();
+        self.file.seek(SeekFrom::Start(at))?;
+        write_all(&self.fs, &self.file, &self.path, bytes)
+    }
+
     /// Whether a slot in `dir` that no live store holds has records (saves to apply); creates
     /// nothing.
     pub(crate) fn any_left(fs: &F, dir: &Path) -> bool {
@@ -401,15 +408,13 @@ impl<F: Fs> Slot<F> {
 
     /// Draws a new generation and writes it in the header (not flushed).
     fn empty_header(&mut self) -> io::Result<()> {
-        self.written_aside();
         self.generation = fastrand::u64(1..);
         let mut header = [0u8; 20];
         header[..8].copy_from_slice(MAGIC);
         header[8..16].copy_from_slice(&self.generation.to_le_bytes());
         let crc = crc32fast::hash(&header[..16]);
         header[16..].copy_from_slice(&crc.to_le_bytes());
-        self.file.seek(SeekFrom::Start(0))?;
-        write_all(&self.fs, &self.file, &self.path, &header)?;
+        self.write_aside(0, &header)?;
         self.next = 0;
         self.last = None;
         self.at = HEADER;
@@ -625,9 +630,7 @@ impl<F: Fs> Slot<F> {
         self.at = at;
         self.next = number;
         self.last = None;
-        self.written_aside();
-        self.file.seek(SeekFrom::Start(at))?;
-        write_all(&self.fs, &self.file, &self.path, &[0u8; RECORD as usize])?;
+        self.write_aside(at, &[0u8; RECORD as usize])?;
         self.fs.sync_data(&self.file, &self.path)
     }
 

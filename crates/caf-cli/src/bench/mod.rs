@@ -461,11 +461,7 @@ fn run_concurrent(
     if json {
         output::print_json(&round.report());
     } else {
-        print_concurrent(
-            &round.all,
-            round.floors.each_ref().map(Option::as_ref),
-            round.peer.as_ref(),
-        );
+        print_concurrent(&round);
     }
     Ok(())
 }
@@ -563,11 +559,9 @@ fn measure_floors(
     })
 }
 
-fn print_concurrent(
-    all: &[ConcurrentFigures],
-    floors: [Option<&ConcurrentFloor>; 3],
-    peer: Option<&serde_json::Value>,
-) {
+fn print_concurrent(round: &ConcurrentRound) {
+    let (all, peer) = (&round.all, round.peer.as_ref());
+    let floors = round.floors.each_ref().map(Option::as_ref);
     let plain = Style::new();
     let mut table = Table::new(&[
         "STORE",
